@@ -1,0 +1,5 @@
+import sys
+
+from quantemu.cli import main
+
+sys.exit(main())

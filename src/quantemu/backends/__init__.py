@@ -1,0 +1,1 @@
+"""Per-target emulations. Each backend package registers its operators in :mod:`.registry`."""

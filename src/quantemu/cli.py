@@ -1,0 +1,41 @@
+"""The ``quantemu`` command line.
+
+Each subcommand lives in its own module and contributes ``add_parser(subparsers)`` and
+``run(args) -> int``; this file only assembles them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from quantemu import __version__
+from quantemu.conformance import command as conformance_command
+
+_SUBCOMMANDS = (conformance_command,)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="quantemu",
+        description="Bit-exact emulation of quantized inference targets.",
+    )
+    parser.add_argument("--version", action="version", version=f"quantemu {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module in _SUBCOMMANDS:
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    return int(args.run(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

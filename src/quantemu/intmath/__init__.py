@@ -1,0 +1,72 @@
+"""Exact integer primitives, backend-neutral (DESIGN "Layers").
+
+Rounding right shifts named by tie rule (:mod:`~quantemu.intmath.rounding`), saturation and
+wrapping (:mod:`~quantemu.intmath.saturation`), fixed-point multiplies
+(:mod:`~quantemu.intmath.fixedpoint`), float-to-int conversions as targets perform them
+(:mod:`~quantemu.intmath.floatconv`), saturating accumulation
+(:mod:`~quantemu.intmath.accumulate`), and the enums naming their variants
+(:mod:`~quantemu.intmath.policies`). :mod:`~quantemu.intmath.reference` holds the same
+primitives on plain Python ints: the specification they are tested against.
+"""
+
+from quantemu.intmath.accumulate import accumulate, accumulate_count
+from quantemu.intmath.fixedpoint import (
+    multiply_shift_right_round_half_away,
+    multiply_shift_right_round_half_up,
+    rounding_divide_by_pot,
+    saturating_rounding_doubling_high_mul_round_half_up,
+)
+from quantemu.intmath.floatconv import (
+    float32_to_int_round_half_even_saturate,
+    float64_to_int_round_half_away_add_truncate,
+)
+from quantemu.intmath.policies import Bounds, Granularity, NanPolicy, NegativeShift
+from quantemu.intmath.rounding import (
+    shift_left_saturate,
+    shift_right_floor,
+    shift_right_round_half_away,
+    shift_right_round_half_down,
+    shift_right_round_half_even,
+    shift_right_round_half_up,
+    shift_right_toward_zero,
+)
+from quantemu.intmath.saturation import (
+    saturate,
+    saturate_count,
+    saturate_symmetric,
+    saturate_symmetric_count,
+    saturate_unsigned,
+    saturate_unsigned_count,
+    wrap,
+    wrap_unsigned,
+)
+
+__all__ = [
+    "Bounds",
+    "Granularity",
+    "NanPolicy",
+    "NegativeShift",
+    "accumulate",
+    "accumulate_count",
+    "float32_to_int_round_half_even_saturate",
+    "float64_to_int_round_half_away_add_truncate",
+    "multiply_shift_right_round_half_away",
+    "multiply_shift_right_round_half_up",
+    "rounding_divide_by_pot",
+    "saturate",
+    "saturate_count",
+    "saturate_symmetric",
+    "saturate_symmetric_count",
+    "saturate_unsigned",
+    "saturate_unsigned_count",
+    "saturating_rounding_doubling_high_mul_round_half_up",
+    "shift_left_saturate",
+    "shift_right_floor",
+    "shift_right_round_half_away",
+    "shift_right_round_half_down",
+    "shift_right_round_half_even",
+    "shift_right_round_half_up",
+    "shift_right_toward_zero",
+    "wrap",
+    "wrap_unsigned",
+]

@@ -1,0 +1,193 @@
+"""Fixed-point multiplies: an exact product, then one rounding right shift.
+
+The product is formed in int64 only when ``max|a| * max|b| <= 2**63 - 1`` (one min/max per
+operand proves it); otherwise on Python ints (object arrays), so it never wraps (DESIGN
+principle 1). Nothing here saturates unless the name says so.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from quantemu.errors import InvalidInputError
+from quantemu.intmath._arrays import INT64_MAX, INT64_MIN, as_int_operand, as_result
+from quantemu.intmath.policies import NegativeShift
+from quantemu.intmath.rounding import HALF_AWAY, HALF_UP, bad_summary, shift_right
+
+__all__ = [
+    "multiply_shift_right_round_half_away",
+    "multiply_shift_right_round_half_up",
+    "rounding_divide_by_pot",
+    "saturating_rounding_doubling_high_mul_round_half_up",
+]
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+
+
+def _operand(x, name: str, func: str) -> tuple[np.ndarray, bool, int]:
+    """``(array, is_scalar, bound of |x|)``.
+
+    Integer arrays of 32 bits or fewer are used as they are, with the bound of their dtype: no
+    scan, and no full-size int64 copy (the product casts them chunk by chunk).
+    """
+    if isinstance(x, np.ndarray) and x.dtype.kind in "iu" and x.dtype.itemsize <= 4:
+        info = np.iinfo(x.dtype)
+        return x, False, max(-int(info.min), int(info.max))
+    arr, scalar = as_int_operand(x, func=func, name=name)
+    bound = max(-int(arr.min()), int(arr.max())) if arr.size else 0
+    return arr, scalar, bound
+
+
+def _multiply_shift(a, b, shift, rule: str, func: str):
+    aa, a_scalar, a_bound = _operand(a, "a", func)
+    bb, b_scalar, b_bound = _operand(b, "b", func)
+    bound = a_bound * b_bound
+    narrow = object not in (aa.dtype, bb.dtype)
+    if narrow and bound <= INT64_MAX:
+        p = np.asarray(np.multiply(aa, bb, dtype=np.int64))  # |a * b| <= bound <= 2**63 - 1
+        known_max = bound
+    else:
+        p = np.asarray(aa.astype(object) * bb.astype(object), dtype=object)  # exact
+        known_max = None
+    y = shift_right(
+        p,
+        a_scalar and b_scalar,
+        shift,
+        rule,
+        negative=NegativeShift.ERROR,
+        bits=None,
+        func=func,
+        known_max=known_max,
+        owned=True,
+        remedy="this multiply only shifts right; use shift_left_saturate or multiply by 2**k",
+    )
+    # int64 operands whose product needed Python ints: int64 again when the results fit.
+    if (
+        narrow
+        and isinstance(y, np.ndarray)
+        and y.dtype == object
+        and (y.size == 0 or (y.min() >= INT64_MIN and y.max() <= INT64_MAX))
+    ):
+        y = y.astype(np.int64)
+    return y
+
+
+def multiply_shift_right_round_half_up(a, b, shift):
+    """``a * b / 2**shift`` rounded to nearest, ties toward +inf.
+
+    Formula on ℤ: ``floor((a*b + 2**(s-1)) / 2**s)`` for ``s >= 1``; ``a*b`` for ``s == 0``
+    (:func:`~quantemu.intmath.rounding.shift_right_round_half_up` of the exact product).
+
+    Policy: ties go up; the product and the rounding add are exact (no wrap, no saturation
+    inside: saturate the result yourself if the hardware does). ``shift`` (int or array
+    broadcast with ``a * b``) must be ``>= 0``; shifts of any size are exact. Array results are
+    int64 when both operands are int64 and every result fits, object arrays otherwise.
+
+    Mirrors: XMOS XS3 ``VLMUL`` (16-bit: ``(a*b) >> 14`` rounded ties up, then saturated by
+    the instruction; here without the saturation) and the BSO output stage's multiply.
+
+    >>> [multiply_shift_right_round_half_up(v, 3, 1) for v in (-3, -1, 0, 1, 3)]
+    [-4, -1, 0, 2, 5]
+    >>> multiply_shift_right_round_half_up(-2**15, -2**15, 14)
+    65536
+    >>> multiply_shift_right_round_half_up(2**62, 2**62, 64)
+    1152921504606846976
+    """
+    return _multiply_shift(a, b, shift, HALF_UP, "multiply_shift_right_round_half_up")
+
+
+def multiply_shift_right_round_half_away(a, b, shift):
+    """``a * b / 2**shift`` rounded to nearest, ties away from zero.
+
+    Formula on ℤ: ``sign(ab) * floor((|ab| + 2**(s-1)) / 2**s)`` with ``ab = a * b``, for
+    ``s >= 1``; ``ab`` for ``s == 0``.
+
+    Policy: ties away from zero; product and rounding exact, no saturation; ``shift >= 0``.
+    Array results are int64 when both operands are int64 and every result fits.
+
+    Mirrors: NVDLA's multiply-then-truncate stages (``rhaz(v * scale, shift)``, e.g. the PDP
+    reciprocal ``rhaz(s * RECIP_KERNEL_WIDTH, 16)`` on the nvdla conformance page).
+
+    >>> [multiply_shift_right_round_half_away(v, 3, 1) for v in (-3, -1, 0, 1, 3)]
+    [-5, -2, 0, 2, 5]
+    >>> multiply_shift_right_round_half_away(-9, 21845, 16)
+    -3
+    """
+    return _multiply_shift(a, b, shift, HALF_AWAY, "multiply_shift_right_round_half_away")
+
+
+def _int32_operand(x, name: str, func: str) -> tuple[np.ndarray, bool]:
+    arr, scalar = as_int_operand(x, func=func, name=name)
+    if arr.size and (arr.min() < INT32_MIN or arr.max() > INT32_MAX):
+        bad = (arr < INT32_MIN) | (arr > INT32_MAX)
+        raise InvalidInputError(
+            f"{func}: {name} must be int32 values in [{INT32_MIN}, {INT32_MAX}] "
+            f"({bad_summary(arr, bad)} outside); gemmlowp's fixed-point multiply is defined on "
+            "int32 only: saturate or rescale the operand first"
+        )
+    return arr.astype(np.int64), scalar
+
+
+def saturating_rounding_doubling_high_mul_round_half_up(a, b):
+    """The high 32 bits of ``2 * a * b``, rounded to nearest with ties toward +inf, saturated.
+
+    Formula on ℤ: ``min(floor((a*b + 2**30) / 2**31), 2**31 - 1)`` for int32 ``a``, ``b``.
+
+    Policy: ties toward +inf, derived from gemmlowp's code: ``nudge = ab >= 0 ? 2**30 :
+    1 - 2**30`` then C's truncating ``/ 2**31``. For ``ab >= 0`` that is
+    ``floor((ab + 2**30) / 2**31)``; for ``ab < 0`` it is ``-floor((|ab| + 2**30 - 1) / 2**31)``,
+    which sends the tie ``-(k + 1/2)`` to ``-k``: up, too (``ab = -2**30`` gives 0, ``2**30``
+    gives 1). The only saturation is ``a = b = -2**31`` (``2**31`` does not fit int32), which
+    gives ``2**31 - 1``; every other result is in int32. Operands outside int32 are errors.
+    Exact in int64: ``|ab| <= 2**62`` and ``ab + 2**30`` fits.
+
+    Mirrors: gemmlowp ``SaturatingRoundingDoublingHighMul`` (fixedpoint.h), ARM NEON
+    ``vqrdmulh``, as used by TFLite/gemmlowp requantization.
+
+    >>> f = saturating_rounding_doubling_high_mul_round_half_up
+    >>> [f(a, 2**15) for a in (-3 * 2**15, -2**15, 2**15, 3 * 2**15)]  # ab/2**31 = -1.5 .. 1.5
+    [-1, 0, 1, 2]
+    >>> [f(a, b) for a, b in ((-2**31, -2**31), (-2**31, 2**31 - 1), (2**31 - 1, 2**31 - 1))]
+    [2147483647, -2147483647, 2147483646]
+    """
+    func = "saturating_rounding_doubling_high_mul_round_half_up"
+    aa, a_scalar = _int32_operand(a, "a", func)
+    bb, b_scalar = _int32_operand(b, "b", func)
+    y = np.asarray(aa * bb)  # |ab| <= 2**62
+    y += 1 << 30  # <= 2**62 + 2**30
+    y >>= 31
+    y = np.minimum(y, INT32_MAX)  # only a = b = -2**31 reaches 2**31
+    return as_result(np.asarray(y), a_scalar and b_scalar)
+
+
+def rounding_divide_by_pot(x, exponent):
+    """gemmlowp's name for :func:`~quantemu.intmath.rounding.shift_right_round_half_away`.
+
+    Formula on ℤ: ``sign(x) * floor((|x| + 2**(e-1)) / 2**e)``; ``x`` for ``e == 0``. gemmlowp
+    computes it as ``(x >> e) + (remainder > threshold)`` with ``remainder = x & (2**e - 1)``,
+    ``threshold = (mask >> 1) + (x < 0)``: round half away from zero.
+
+    Policy: ties away from zero; exact for integers of any size and any ``exponent >= 0``
+    (gemmlowp asserts ``0 <= exponent <= 31`` on int32; that restriction is not enforced here).
+    A negative exponent is an error.
+
+    Mirrors: gemmlowp ``RoundingDivideByPOT`` (fixedpoint.h), TFLite's requantization.
+
+    >>> [rounding_divide_by_pot(v, 1) for v in (-3, -2, -1, 0, 1, 2, 3)]
+    [-2, -1, -1, 0, 1, 1, 2]
+    >>> rounding_divide_by_pot(-2**31, 31), rounding_divide_by_pot(2**31 - 1, 31)
+    (-1, 1)
+    """
+    func = "rounding_divide_by_pot"
+    xa, scalar = as_int_operand(x, func=func, name="x")
+    remedy = "gemmlowp's exponent is a right shift; for a left shift use shift_left_saturate"
+    return shift_right(
+        xa,
+        scalar,
+        exponent,
+        HALF_AWAY,
+        negative=NegativeShift.ERROR,
+        bits=None,
+        func=func,
+        remedy=remedy,
+    )

@@ -1,0 +1,231 @@
+"""The specification: every :mod:`quantemu.intmath` primitive on plain Python ints.
+
+These functions are deliberately naive (scalar, sequential, straight from the formula on ℤ).
+They are the contracts the vectorised primitives are tested against with ``==`` (DESIGN
+principle 2). Do not optimise them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from quantemu.errors import InvalidInputError
+from quantemu.intmath.policies import Bounds, Granularity, NanPolicy, NegativeShift
+
+# --- saturation bounds (used by several references below) -------------------------------------
+
+
+def _bounds(bits: int, bounds: Bounds) -> tuple[int, int]:
+    hi = 2 ** (bits - 1) - 1
+    lo = -hi if bounds is Bounds.SYMMETRIC else -(2 ** (bits - 1))
+    return lo, hi
+
+
+def _wrap(v: int, bits: int) -> int:
+    return ((v + 2 ** (bits - 1)) % 2**bits) - 2 ** (bits - 1)
+
+
+# --- saturating accumulation ------------------------------------------------------------------
+
+
+def accumulate(
+    products: Sequence[int],
+    *,
+    bits: int,
+    granularity: Granularity,
+    chunk: int | None = None,
+    init: int = 0,
+    bounds: Bounds = Bounds.TWOS_COMPLEMENT,
+) -> tuple[int, bool]:
+    """Add ``products`` in order to ``init``; return ``(acc, saturated)``.
+
+    The accumulator starts at ``init`` as given: it is not clamped on load, only after each
+    step (``AT_END``: once, even when there are no products). ``saturated`` is true when any
+    clamp changed the running value.
+    """
+    lo, hi = _bounds(bits, bounds)
+    if granularity is Granularity.WRAP:
+        return _wrap(init + sum(products), bits), False
+    if granularity is Granularity.AT_END:
+        total = init + sum(products)
+        clamped = min(max(total, lo), hi)
+        return clamped, clamped != total
+    step = 1 if granularity is Granularity.PER_PRODUCT else chunk
+    acc, saturated = init, False
+    for start in range(0, len(products), step):
+        total = acc + sum(products[start : start + step])
+        acc = min(max(total, lo), hi)
+        saturated = saturated or acc != total
+    return acc, saturated
+
+
+# --- rounding right shifts ---------------------------------------------------------------------
+
+
+def _sign(v: int) -> int:
+    return (v > 0) - (v < 0)
+
+
+def _shift(x: int, shift: int, rounded, negative: NegativeShift, bits: int | None) -> int:
+    """``rounded(x, shift)`` for ``shift >= 0``; a negative shift follows ``negative``."""
+    if shift >= 0:
+        return x if shift == 0 else rounded(x, shift)
+    if negative is NegativeShift.ERROR:
+        raise InvalidInputError(f"negative shift {shift} with NegativeShift.ERROR")
+    if negative is NegativeShift.LEFT:
+        return x * 2**-shift
+    lo, hi = _bounds(bits, Bounds.TWOS_COMPLEMENT)
+    return min(max(x * 2**-shift, lo), hi)
+
+
+def shift_right_round_half_up(x, shift, *, negative=NegativeShift.ERROR, bits=None):
+    """``floor((x + 2**(s-1)) / 2**s)``: ties toward +inf (XS3 RSHR)."""
+    return _shift(x, shift, lambda v, s: (v + 2 ** (s - 1)) // 2**s, negative, bits)
+
+
+def shift_right_round_half_down(x, shift, *, negative=NegativeShift.ERROR, bits=None):
+    """``-floor((-x + 2**(s-1)) / 2**s)``: ties toward -inf."""
+    return _shift(x, shift, lambda v, s: -((-v + 2 ** (s - 1)) // 2**s), negative, bits)
+
+
+def shift_right_round_half_away(x, shift, *, negative=NegativeShift.ERROR, bits=None):
+    """``sign(x) * ((|x| + 2**(s-1)) >> s)``: ties away from zero (NVDLA rhaz)."""
+    return _shift(
+        x, shift, lambda v, s: _sign(v) * ((abs(v) + 2 ** (s - 1)) // 2**s), negative, bits
+    )
+
+
+def _half_even(v: int, s: int) -> int:
+    q, r = divmod(v, 2**s)  # floor quotient, 0 <= r < 2**s
+    if 2 * r > 2**s or (2 * r == 2**s and q % 2 == 1):
+        q += 1
+    return q
+
+
+def shift_right_round_half_even(x, shift, *, negative=NegativeShift.ERROR, bits=None):
+    """Nearest integer to ``x / 2**s``, ties to the even one."""
+    return _shift(x, shift, _half_even, negative, bits)
+
+
+def shift_right_floor(x, shift, *, negative=NegativeShift.ERROR, bits=None):
+    """``floor(x / 2**s)``."""
+    return _shift(x, shift, lambda v, s: v // 2**s, negative, bits)
+
+
+def shift_right_toward_zero(x, shift, *, negative=NegativeShift.ERROR, bits=None):
+    """``sign(x) * floor(|x| / 2**s)`` (C integer division)."""
+    return _shift(x, shift, lambda v, s: _sign(v) * (abs(v) // 2**s), negative, bits)
+
+
+def shift_left_saturate(x, shift, bits):
+    """``clamp(x * 2**shift, -2**(bits-1), 2**(bits-1) - 1)`` for ``shift >= 0``."""
+    if shift < 0:
+        raise InvalidInputError(f"negative shift {shift}")
+    lo, hi = _bounds(bits, Bounds.TWOS_COMPLEMENT)
+    return min(max(x * 2**shift, lo), hi)
+
+
+# --- saturation and wrapping -------------------------------------------------------------------
+
+
+def saturate(x, bits):
+    lo, hi = _bounds(bits, Bounds.TWOS_COMPLEMENT)
+    return min(max(x, lo), hi)
+
+
+def saturate_symmetric(x, bits):
+    lo, hi = _bounds(bits, Bounds.SYMMETRIC)
+    return min(max(x, lo), hi)
+
+
+def saturate_unsigned(x, bits):
+    return min(max(x, 0), 2**bits - 1)
+
+
+def saturate_count(x, bits):
+    y = saturate(x, bits)
+    return y, int(y != x)
+
+
+def saturate_symmetric_count(x, bits):
+    y = saturate_symmetric(x, bits)
+    return y, int(y != x)
+
+
+def saturate_unsigned_count(x, bits):
+    y = saturate_unsigned(x, bits)
+    return y, int(y != x)
+
+
+def wrap(x, bits):
+    return _wrap(x, bits)
+
+
+def wrap_unsigned(x, bits):
+    return x % 2**bits
+
+
+# --- fixed-point multiplies --------------------------------------------------------------------
+
+
+def multiply_shift_right_round_half_up(a, b, shift):
+    return shift_right_round_half_up(a * b, shift)
+
+
+def multiply_shift_right_round_half_away(a, b, shift):
+    return shift_right_round_half_away(a * b, shift)
+
+
+def _c_div(n: int, d: int) -> int:
+    """C's ``/`` on integers: the quotient truncated toward zero."""
+    q = abs(n) // abs(d)
+    return q if (n >= 0) == (d > 0) else -q
+
+
+def saturating_rounding_doubling_high_mul_round_half_up(a, b):
+    """gemmlowp ``SaturatingRoundingDoublingHighMul`` (fixedpoint.h), transcribed literally."""
+    int32_min, int32_max = -(2**31), 2**31 - 1
+    if not (int32_min <= a <= int32_max and int32_min <= b <= int32_max):
+        raise InvalidInputError(f"operands {a}, {b} outside int32")
+    if a == b == int32_min:
+        return int32_max
+    ab = a * b
+    nudge = (1 << 30) if ab >= 0 else 1 - (1 << 30)
+    return _c_div(ab + nudge, 1 << 31)
+
+
+def rounding_divide_by_pot(x, exponent):
+    return shift_right_round_half_away(x, exponent)
+
+
+# --- float conversions -------------------------------------------------------------------------
+
+
+def float32_to_int_round_half_even_saturate(x, bits, *, signed=True, nan=NanPolicy.ERROR):
+    """Python's ``round`` (ties to even, exact on a double holding a float32), then clamp."""
+    x = float(x)
+    if not math.isnan(x) and float(np.float32(x)) != x:
+        raise InvalidInputError(f"{x!r} is not a float32 value")
+    lo, hi = _bounds(bits, Bounds.TWOS_COMPLEMENT) if signed else (0, 2**bits - 1)
+    if math.isnan(x):
+        if nan is NanPolicy.ERROR:
+            raise InvalidInputError("NaN")
+        return min(max(-(2**31), lo), hi)
+    if math.isinf(x):
+        return hi if x > 0 else lo
+    return min(max(round(x), lo), hi)
+
+
+def float64_to_int_round_half_away_add_truncate(x, *, bits=64):
+    """``(int64)(x >= 0 ? x + 0.5 : x - 0.5)`` in IEEE double, then clamp to ``bits``."""
+    x = float(x)
+    if math.isnan(x):
+        raise InvalidInputError("NaN")
+    y = x + 0.5 if x >= 0 else x - 0.5  # Python floats are IEEE doubles: the add rounds
+    lo, hi = _bounds(bits, Bounds.TWOS_COMPLEMENT)
+    if math.isinf(y):
+        return hi if y > 0 else lo
+    return min(max(int(y), lo), hi)  # int() truncates toward zero, exactly
