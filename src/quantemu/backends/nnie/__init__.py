@@ -1,0 +1,49 @@
+"""HiSilicon NNIE: 8-bit per-tensor logarithmic quantization (seed 003, ``nnie.md``).
+
+Importing this package registers the conformance operators ``log_quantize`` and
+``log_dequantize``. See ``README.md`` in this directory for the semantics and divergences.
+"""
+
+from quantemu.backends.nnie import conformance as _conformance  # noqa: F401  (registers ops)
+from quantemu.backends.nnie.cliptable import (
+    DEFAULT_K_MAX,
+    DEFAULT_K_MIN,
+    ClipTable,
+    SnapResult,
+    clip_table,
+    read_clip_table,
+    snap_clip,
+    write_clip_table,
+)
+from quantemu.backends.nnie.lint import Finding, NodeView, Severity, lint_nnie
+from quantemu.backends.nnie.ops import log_dequantize, log_quantize
+from quantemu.backends.nnie.params import LogQuantParams, clip_exponent
+from quantemu.backends.nnie.quantize import (
+    ClipChoice,
+    LogObserver,
+    select_clip_max_abs,
+    select_clip_mse,
+)
+
+__all__ = [
+    "DEFAULT_K_MAX",
+    "DEFAULT_K_MIN",
+    "ClipChoice",
+    "ClipTable",
+    "Finding",
+    "LogObserver",
+    "LogQuantParams",
+    "NodeView",
+    "Severity",
+    "SnapResult",
+    "clip_exponent",
+    "clip_table",
+    "lint_nnie",
+    "log_dequantize",
+    "log_quantize",
+    "read_clip_table",
+    "select_clip_max_abs",
+    "select_clip_mse",
+    "snap_clip",
+    "write_clip_table",
+]
