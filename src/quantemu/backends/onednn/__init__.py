@@ -1,0 +1,105 @@
+"""oneDNN x86 int8 backend: what oneDNN 3.12 computes per instruction set (seed 002).
+
+Importing the package registers the conformance operators (``conformance/onednn.md``). The public
+API is the frozen parameters in :mod:`.params` and the pure operators below.
+"""
+
+from quantemu.backends.onednn import conformance as _conformance  # noqa: F401  (registers ops)
+from quantemu.backends.onednn.conv import conv2d, rne_half
+from quantemu.backends.onednn.family import (
+    predict_conv_impl,
+    predict_quantized_conv2d_impl,
+    predict_quantized_linear_impl,
+)
+from quantemu.backends.onednn.matmul import AccumulatorResult, matmul
+from quantemu.backends.onednn.overflow import (
+    OverflowReport,
+    Remedy,
+    conv_overflow_risk,
+    linear_overflow_risk,
+)
+from quantemu.backends.onednn.pairsum import PairSumResult, exact_matmul, pair_sum_matmul
+from quantemu.backends.onednn.params import (
+    AvgPool2dParams,
+    Conv2dParams,
+    ConvGeometry,
+    ConvImpl,
+    DotProduct,
+    DstType,
+    Isa,
+    MatmulApi,
+    MatmulParams,
+    MaxPool2dParams,
+    PoolImpl,
+    QuantizedConv2dParams,
+    QuantizedImpl,
+    QuantizedLinearParams,
+    ReorderParams,
+    Requantization,
+    SrcType,
+)
+from quantemu.backends.onednn.pool import avg_pool2d, max_pool2d
+from quantemu.backends.onednn.quantize import (
+    RnnDataQParams,
+    activation_qparams,
+    dequantize_rnn_data,
+    quantize_rnn_data,
+    quantize_rnn_weights,
+    rnn_weights_scales,
+    weight_scales,
+)
+from quantemu.backends.onednn.reorder import reorder
+from quantemu.backends.onednn.requant import (
+    QuantizedResult,
+    quantized_conv2d,
+    quantized_linear,
+    requantize,
+)
+
+__all__ = [
+    "AccumulatorResult",
+    "AvgPool2dParams",
+    "Conv2dParams",
+    "ConvGeometry",
+    "ConvImpl",
+    "DotProduct",
+    "DstType",
+    "Isa",
+    "MatmulApi",
+    "MatmulParams",
+    "MaxPool2dParams",
+    "OverflowReport",
+    "PairSumResult",
+    "PoolImpl",
+    "QuantizedConv2dParams",
+    "QuantizedImpl",
+    "QuantizedLinearParams",
+    "QuantizedResult",
+    "Remedy",
+    "ReorderParams",
+    "Requantization",
+    "RnnDataQParams",
+    "SrcType",
+    "activation_qparams",
+    "avg_pool2d",
+    "conv2d",
+    "conv_overflow_risk",
+    "dequantize_rnn_data",
+    "exact_matmul",
+    "linear_overflow_risk",
+    "matmul",
+    "max_pool2d",
+    "pair_sum_matmul",
+    "predict_conv_impl",
+    "predict_quantized_conv2d_impl",
+    "predict_quantized_linear_impl",
+    "quantize_rnn_data",
+    "quantize_rnn_weights",
+    "quantized_conv2d",
+    "quantized_linear",
+    "reorder",
+    "requantize",
+    "rne_half",
+    "rnn_weights_scales",
+    "weight_scales",
+]

@@ -1,0 +1,128 @@
+"""``conv2d``: raw s32 accumulators of oneDNN's int8 forward convolution (page §5)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from quantemu.backends.onednn.im2col import (
+    im2col,
+    in_bounds,
+    segment_layout,
+    weight_columns,
+)
+from quantemu.backends.onednn.matmul import MAX_REDUCTION, AccumulatorResult, to_int32
+from quantemu.backends.onednn.pairsum import exact_matmul, pair_sum_matmul
+from quantemu.backends.onednn.params import Conv2dParams, ConvImpl, SrcType
+from quantemu.errors import InvalidInputError, UnsupportedError
+from quantemu.intmath import shift_right_round_half_even
+
+_SRC_DTYPES = {SrcType.U8: np.uint8, SrcType.S8: np.int8}
+
+
+def rne_half(w: np.ndarray) -> np.ndarray:
+    """``rne(w / 2)``: the weight halving of s8-source convolution on non-VNNI ISAs (§5.1).
+
+    >>> rne_half(np.array([-128, -127, -3, -1, 1, 3, 5, 127], dtype=np.int8)).tolist()
+    [-64, -64, -2, 0, 0, 2, 2, 64]
+    """
+    return np.asarray(shift_right_round_half_even(w.astype(np.int64), 1)).astype(np.int8)
+
+
+def conv2d(x: np.ndarray, w: np.ndarray, params: Conv2dParams) -> AccumulatorResult:
+    """``y (N, O, OH, OW)`` int32: the s32 accumulators oneDNN 3.12 computes (page §5.1).
+
+    - VNNI/AMX ISA or ``impl = ref``: exact, ``Σ_T Σ_c (src − zp)·w``;
+    - non-VNNI, s8 source: ``2·Σ_T Σ_c (src − zp)·rne(w/2)`` (the weights are halved with
+      round-half-even when oneDNN prepares them; with ``|w/2| <= 64`` no pair can saturate);
+    - non-VNNI, u8 source: ``Σ_segments pair_sum(a_seg, w_seg) − zp·Σ_T Σ_c w`` with the
+      segments of ``impl`` (§5.2); out-of-bounds taps are 0 in their place in a segment.
+
+    ``x (N, C, H, W)`` is uint8/int8 as ``src_dt`` says, ``w (O, C/groups, KH, KW)`` int8.
+    """
+    out_hw = _check(x, w, params)
+    geometry = params.geometry
+    exact = params.isa.exact or params.impl is ConvImpl.REF
+    halve = not exact and params.src_dt is SrcType.S8
+    pairing = not exact and not halve
+    layout = segment_layout(params.impl if pairing else None, *w.shape[1:])
+    weights = rne_half(w) if halve else w
+    cols = im2col(x.astype(np.int16), geometry, layout, out_hw)
+    wcols = weight_columns(weights, geometry.groups, layout)
+    saturated = 0
+    if pairing:
+        result = pair_sum_matmul(cols, wcols)
+        acc, saturated = result.acc, result.saturated_pairs
+    else:
+        acc = exact_matmul(cols, wcols)
+    n = x.shape[0]
+    g, _, og = acc.shape
+    acc = acc.reshape(g, n, out_hw[0] * out_hw[1], og)
+    if params.src_zero_point:
+        # Exact s32 correction -zp·Σ w over the in-bounds taps of each position (§2, §5.1);
+        # |Σ w| <= 128 * L, so the float64 product is exact.
+        mask = in_bounds(x.shape[2:], geometry, layout, out_hw)
+        acc -= params.src_zero_point * exact_matmul(mask[None], wcols)[:, None]
+    if halve:
+        acc *= 2
+    y = acc.reshape(g, n, *out_hw, og).transpose(1, 0, 4, 2, 3).reshape(n, g * og, *out_hw)
+    return AccumulatorResult(to_int32(y, "conv2d"), saturated)
+
+
+def _check(x: np.ndarray, w: np.ndarray, params: Conv2dParams) -> tuple[int, int]:
+    """Validate the operands; return ``(OH, OW)``."""
+    want = _SRC_DTYPES[params.src_dt]
+    if not isinstance(x, np.ndarray) or x.dtype != want or x.ndim != 4:
+        raise InvalidInputError(
+            f"conv2d: x must be a 4-D (N, C, H, W) {np.dtype(want).name} array for src_dt = "
+            f"{params.src_dt.value!r}, got {_describe(x)}"
+        )
+    if not isinstance(w, np.ndarray) or w.dtype != np.int8 or w.ndim != 4:
+        raise InvalidInputError(
+            f"conv2d: w must be a 4-D (O, C/groups, KH, KW) int8 array, got {_describe(w)}"
+        )
+    check_conv_shapes("conv2d", x.shape, w.shape, params.geometry.groups)
+    out_hw = params.geometry.output_size(x.shape[2], x.shape[3], w.shape[2], w.shape[3])
+    _check_defects(params, w.shape, out_hw)
+    return out_hw
+
+
+def check_conv_shapes(where: str, x_shape: tuple, w_shape: tuple, groups: int) -> None:
+    """Channel counts consistent with ``groups``; reduction short enough for the int64 proof."""
+    c, o, cg = x_shape[1], w_shape[0], w_shape[1]
+    if c % groups or o % groups or c // groups != cg:
+        raise InvalidInputError(
+            f"{where}: x has C = {c} channels and w is {w_shape} (O, C/groups, KH, KW) with "
+            f"groups = {groups}: C and O must be multiples of groups and w.shape[1] = C/groups"
+        )
+    if cg == 0 or w_shape[2] == 0 or w_shape[3] == 0:
+        raise InvalidInputError(f"{where}: empty kernel {w_shape}")
+    if cg * w_shape[2] * w_shape[3] > MAX_REDUCTION:
+        raise InvalidInputError(
+            f"{where}: reduction C/groups*KH*KW = {cg * w_shape[2] * w_shape[3]} > "
+            f"{MAX_REDUCTION} is not supported"
+        )
+
+
+def _check_defects(params: Conv2dParams, w_shape: tuple, out_hw: tuple[int, int]) -> None:
+    """Refuse the kernel-relocation shapes oneDNN 3.12 computes wrongly (page §5.4)."""
+    if params.impl not in (ConvImpl.RELO_W, ConvImpl.RELO_WH):
+        return
+    geometry = params.geometry
+    _, left, _, right = geometry.pads
+    if w_shape[1] == 1 and w_shape[3] > 1 and out_hw[1] == 1 and geometry.strides[1] > 1:
+        raise UnsupportedError(
+            f"conv2d impl = {params.impl.value!r} with C/groups = 1, KW = {w_shape[3]} > 1, "
+            f"OW = 1 and stride_w = {geometry.strides[1]} > 1: oneDNN 3.12's relocated "
+            "brg_conv_fwd gives wrong rows for this shape (page §5.4); not emulated"
+        )
+    if params.impl is ConvImpl.RELO_WH and params.src_dt is SrcType.S8 and (left or right):
+        raise UnsupportedError(
+            f"conv2d impl = 'relo_wh' with an s8 source and left/right padding ({left}, "
+            f"{right}): oneDNN 3.12 compensates padded taps wrongly (page §5.4); not emulated"
+        )
+
+
+def _describe(x: object) -> str:
+    if isinstance(x, np.ndarray):
+        return f"{x.dtype.name} array of shape {x.shape}"
+    return type(x).__name__

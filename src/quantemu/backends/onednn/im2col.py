@@ -1,0 +1,120 @@
+"""Reduction layouts of oneDNN's convolution kernels: segments, im2col and weight columns.
+
+On non-VNNI ISAs the order in which a kernel walks the ``(c, kh, kw)`` reduction decides which
+products meet in a ``VPMADDUBSW`` pair (page §5.2). A layout lists the reduction *slots* of one
+output element in kernel order, each segment zero-padded to an even length; a slot is
+``(c, kh, kw)``, or a padding slot that always holds 0. ``im2col`` gathers the source values of
+every output position into those slots (0 for out-of-bounds taps, in their place), and
+``weight_columns`` does the same for the weights, so that every pairing order becomes a plain
+matrix product ``cols @ wcols`` over the slots.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from quantemu.backends.onednn.params import ConvGeometry, ConvImpl
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Slot table of one output element: ``c``, ``kh``, ``kw`` per slot (``c = -1``: padding)."""
+
+    c: np.ndarray
+    kh: np.ndarray
+    kw: np.ndarray
+
+    @property
+    def length(self) -> int:
+        """Number of slots (even when the layout is used for pairing)."""
+        return int(self.c.size)
+
+
+def segment_layout(impl: ConvImpl | None, cg: int, kh: int, kw: int) -> Layout:
+    """The slots of ``impl``'s pairing order (page §5.2); ``None``: exact, im2col order.
+
+    - ``direct``: one segment per tap ``(kh, kw)``, ``c = 0 … Cg−1``;
+    - ``relo_w``: one segment per kernel row: ``for kw: for c``;
+    - ``relo_wh``: one segment, kw-major: ``for kw: for kh: for c``;
+    - ``gemm`` (and exact): one segment in im2col order ``for kh: for kw: for c``.
+    """
+    c, h, w = np.indices((cg, kh, kw))
+    order = (2, 1, 0) if impl is ConvImpl.RELO_WH else (1, 2, 0)  # (kw, kh, c) / (kh, kw, c)
+    grid = [a.transpose(order) for a in (c, h, w)]
+    if impl is ConvImpl.DIRECT:
+        segments = kh * kw
+    elif impl is ConvImpl.RELO_W:
+        segments = kh
+    else:
+        segments = 1
+    grid = [a.reshape(segments, -1) for a in grid]
+    if impl is not None and grid[0].shape[1] % 2:
+        # Odd segment: VPMADDUBSW pairs its last element with a zero (page §2, pair_sum).
+        fill = (-1, 0, 0)
+        grid = [
+            np.pad(a, ((0, 0), (0, 1)), constant_values=v) for a, v in zip(grid, fill, strict=True)
+        ]
+    return Layout(*(a.reshape(-1) for a in grid))
+
+
+def im2col(
+    x: np.ndarray, geometry: ConvGeometry, layout: Layout, out_hw: tuple[int, int]
+) -> np.ndarray:
+    """Source values ``(G, N·OH·OW, L)`` of ``x (N, C, H, W)`` in the slots of ``layout``.
+
+    Out-of-bounds taps and padding slots hold 0 (page §5.1: out-of-bounds taps contribute source
+    value 0 in their place in the segment). The dtype of ``x`` is kept.
+    """
+    n, c, h, w = x.shape
+    g = geometry.groups
+    cg = c // g
+    top, left, bottom, right = geometry.pads
+    oh, ow = out_hw
+    # One extra all-zero channel (index C) serves every padding slot.
+    xp = np.zeros((n, c + 1, h + top + bottom, w + left + right), dtype=x.dtype)
+    xp[:, :c, top : top + h, left : left + w] = x
+    sh, sw = geometry.strides
+    dh, dw = geometry.dilations
+    pad = layout.c < 0
+    chan = np.where(pad, c, np.arange(g)[:, None] * cg + layout.c)  # (G, L)
+    rows = np.arange(oh)[:, None] * sh + layout.kh * dh  # (OH, L)
+    cols = np.arange(ow)[:, None] * sw + layout.kw * dw  # (OW, L)
+    gathered = xp[
+        np.arange(n)[None, :, None, None, None],
+        chan[:, None, None, None, :],
+        rows[None, None, :, None, :],
+        cols[None, None, None, :, :],
+    ]
+    return gathered.reshape(g, n * oh * ow, layout.length)
+
+
+def in_bounds(
+    hw: tuple[int, int], geometry: ConvGeometry, layout: Layout, out_hw: tuple[int, int]
+) -> np.ndarray:
+    """``(OH·OW, L)`` uint8 mask: 1 where a slot reads an in-bounds source value.
+
+    The zero-point correction sums the weights of exactly these slots (page §5.1).
+    """
+    h, w = hw
+    top, left, _, _ = geometry.pads
+    sh, sw = geometry.strides
+    dh, dw = geometry.dilations
+    oh, ow = out_hw
+    ih = np.arange(oh)[:, None] * sh - top + layout.kh * dh  # (OH, L)
+    iw = np.arange(ow)[:, None] * sw - left + layout.kw * dw  # (OW, L)
+    ok_h = (ih >= 0) & (ih < h)
+    ok_w = (iw >= 0) & (iw < w)
+    mask = ok_h[:, None, :] & ok_w[None, :, :] & (layout.c >= 0)
+    return mask.reshape(oh * ow, layout.length).astype(np.uint8)
+
+
+def weight_columns(w: np.ndarray, groups: int, layout: Layout) -> np.ndarray:
+    """Weights ``(G, L, O/G)`` of ``w (O, C/G, KH, KW)`` in the slots of ``layout`` (0 on pads)."""
+    o, cg, kh, kw = w.shape
+    og = o // groups
+    wz = np.zeros((groups, og, cg + 1, kh, kw), dtype=w.dtype)
+    wz[:, :, :cg] = w.reshape(groups, og, cg, kh, kw)
+    chan = np.where(layout.c < 0, cg, layout.c)
+    return wz[:, :, chan, layout.kh, layout.kw].transpose(0, 2, 1)

@@ -1,0 +1,67 @@
+"""``avg_pool2d`` and ``max_pool2d`` on int8/uint8 tensors (page §7)."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from quantemu.backends.onednn.f32 import f32, rr, to_8bit
+from quantemu.backends.onednn.params import AvgPool2dParams, MaxPool2dParams, PoolImpl
+from quantemu.errors import InvalidInputError
+
+
+def avg_pool2d(x: np.ndarray, params: AvgPool2dParams) -> np.ndarray:
+    """``y (N, C, OH, OW)`` of ``x (N, C, H, W)`` int8/uint8, same dtype.
+
+    ``s`` is the exact sum of the in-bounds elements of the window and ``n`` their count
+    (``exclude_padding``) or ``KH·KW``. ``jit``: ``rne(f32(s) ⊗ rr(n))``; ``ref``:
+    ``rne(f32(s) ⊘ f32(n))``; both clamped to the dtype's range.
+    """
+    out_hw = _check(x, params.kernel, params.geometry, "avg_pool2d")
+    # |s| <= 255 * KH * KW: int64 is exact for any window that fits in memory.
+    s = _windows(x.astype(np.int64), 0, params, out_hw).sum(axis=(-2, -1))
+    ones = np.ones((1, 1, *x.shape[2:]), dtype=np.int64)
+    inside = _windows(ones, 0, params, out_hw).sum(axis=(-2, -1))[0, 0]  # (OH, OW)
+    if (inside == 0).any():
+        oh, ow = np.argwhere(inside == 0)[0]
+        raise InvalidInputError(
+            f"avg_pool2d: output ({oh}, {ow}) has a window with no in-bounds element (kernel "
+            f"{params.kernel}, pads {params.pads}); reduce the padding"
+        )
+    kh, kw = params.kernel
+    n = f32(inside if params.exclude_padding else np.full_like(inside, kh * kw))
+    sf = f32(s)
+    v = sf * rr(n) if params.impl is PoolImpl.JIT else sf / n
+    return to_8bit(v, signed=x.dtype == np.int8)
+
+
+def max_pool2d(x: np.ndarray, params: MaxPool2dParams) -> np.ndarray:
+    """``y (N, C, OH, OW)``: the maximum of the in-bounds elements of each window."""
+    out_hw = _check(x, params.kernel, params.geometry, "max_pool2d")
+    neutral = np.iinfo(x.dtype).min
+    y = _windows(x, neutral, params, out_hw).max(axis=(-2, -1))
+    inside = _windows(np.ones((1, 1, *x.shape[2:]), bool), False, params, out_hw).any((-2, -1))
+    if not inside.all():
+        raise InvalidInputError(
+            f"max_pool2d: a window has no in-bounds element (kernel {params.kernel}, pads "
+            f"{params.pads}); reduce the padding"
+        )
+    return y
+
+
+def _windows(x, fill, params, out_hw) -> np.ndarray:
+    """Strided windows ``(N, C, OH, OW, KH, KW)`` of ``x`` padded with ``fill``."""
+    top, left, bottom, right = params.pads
+    xp = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)), constant_values=fill)
+    sh, sw = params.strides
+    win = sliding_window_view(xp, params.kernel, axis=(2, 3))[:, :, ::sh, ::sw]
+    return win[:, :, : out_hw[0], : out_hw[1]]
+
+
+def _check(x: np.ndarray, kernel, geometry, where: str) -> tuple[int, int]:
+    if not isinstance(x, np.ndarray) or x.dtype not in (np.int8, np.uint8) or x.ndim != 4:
+        got = f"{x.dtype.name} array of shape {x.shape}" if isinstance(x, np.ndarray) else x
+        raise InvalidInputError(
+            f"{where}: x must be a 4-D (N, C, H, W) int8/uint8 array, got {got}"
+        )
+    return geometry.output_size(x.shape[2], x.shape[3], *kernel)

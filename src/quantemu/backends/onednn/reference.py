@@ -1,0 +1,228 @@
+"""Scalar Python references of the onednn operators, written from the page's pseudo-code.
+
+Slow on purpose: plain loops over Python ints (and ``numpy.float32`` scalars for the f32 steps),
+one output element at a time, in the words of ``conformance/onednn.md``. The vectorised
+operators are tested against these with ``==`` (DESIGN principle 2).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from quantemu.backends.onednn.params import (
+    AvgPool2dParams,
+    Conv2dParams,
+    ConvImpl,
+    DstType,
+    Isa,
+    MatmulApi,
+    MatmulParams,
+    MaxPool2dParams,
+    PoolImpl,
+    QuantizedImpl,
+    ReorderParams,
+    Requantization,
+    SrcType,
+)
+
+
+def sat16(v: int) -> int:
+    """``min(max(v, -32768), 32767)``."""
+    return min(max(v, -32768), 32767)
+
+
+def rne_half(w: int) -> int:
+    """``rne(w / 2)``, ties to even."""
+    return round(w / 2)  # w / 2 is exact in a double; round() is ties-to-even
+
+
+def pair_sum(a: list[int], b: list[int]) -> int:
+    """Page §2: pad an odd segment with a zero, sum ``sat16`` of adjacent pair sums."""
+    if len(a) % 2:
+        a, b = [*a, 0], [*b, 0]
+    return sum(sat16(a[j] * b[j] + a[j + 1] * b[j + 1]) for j in range(0, len(a), 2))
+
+
+def matmul(a: np.ndarray, b: np.ndarray, p: MatmulParams) -> list[list[int]]:
+    """Page §3, one output at a time."""
+    m_rows, k = a.shape
+    n_cols = b.shape[1]
+    zp = p.src_zero_point
+    out = []
+    for m in range(m_rows):
+        row = []
+        for n in range(n_cols):
+            av = [int(a[m, i]) for i in range(k)]
+            bv = [int(b[i, n]) for i in range(k)]
+            if p.isa.exact:
+                c = sum((av[i] - zp) * bv[i] for i in range(k))
+            elif p.src_dt is SrcType.U8:
+                c = pair_sum(av, bv) - zp * sum(bv)
+            elif p.api is MatmulApi.MATMUL and p.isa is Isa.AVX2 and zp != 0:
+                c = sum((av[i] - zp) * bv[i] for i in range(k))
+            elif p.api is MatmulApi.GEMM and p.isa is Isa.AVX512_CORE and n_cols == 1:
+                c = pair_sum([v + 128 for v in bv], av) - 128 * sum(av)
+            else:
+                c = pair_sum([v + 128 for v in av], bv) - (128 + zp) * sum(bv)
+            row.append(c)
+        out.append(row)
+    return out
+
+
+def _segments(impl: ConvImpl, cg: int, kh: int, kw: int) -> list[list[tuple[int, int, int]]]:
+    """The segments of page §5.2 as lists of ``(c, kh, kw)``."""
+    if impl is ConvImpl.DIRECT:
+        return [[(c, i, j) for c in range(cg)] for i in range(kh) for j in range(kw)]
+    if impl is ConvImpl.RELO_W:
+        return [[(c, i, j) for j in range(kw) for c in range(cg)] for i in range(kh)]
+    if impl is ConvImpl.RELO_WH:
+        return [[(c, i, j) for j in range(kw) for i in range(kh) for c in range(cg)]]
+    return [[(c, i, j) for i in range(kh) for j in range(kw) for c in range(cg)]]
+
+
+def conv2d(x: np.ndarray, w: np.ndarray, p: Conv2dParams) -> np.ndarray:
+    """Page §5.1, one output element at a time."""
+    n_b, _, h, wd = x.shape
+    o_ch, _, kh, kw = w.shape
+    oh_n, ow_n = p.geometry.output_size(h, wd, kh, kw)
+    y = np.zeros((n_b, o_ch, oh_n, ow_n), dtype=np.int64)
+    for n in range(n_b):
+        for o in range(o_ch):
+            for oh in range(oh_n):
+                for ow in range(ow_n):
+                    y[n, o, oh, ow] = _conv_output(x, w, p, (n, o, oh, ow))
+    return y
+
+
+def _conv_output(x: np.ndarray, w: np.ndarray, p: Conv2dParams, pos: tuple) -> int:
+    """One accumulator ``y[n, o, oh, ow]``."""
+    n, o, oh, ow = pos
+    _, cg, kh, kw = w.shape
+    g = p.geometry
+    top, left, _, _ = g.pads
+    grp = o // (w.shape[0] // g.groups)
+    zp = p.src_zero_point
+
+    def src(t):  # None: out of bounds
+        c, i, j = t
+        ih = oh * g.strides[0] - top + i * g.dilations[0]
+        iw = ow * g.strides[1] - left + j * g.dilations[1]
+        if 0 <= ih < x.shape[2] and 0 <= iw < x.shape[3]:
+            return int(x[n, grp * cg + c, ih, iw])
+        return None
+
+    def wt(t):
+        return int(w[o, t[0], t[1], t[2]])
+
+    taps = [(c, i, j) for i in range(kh) for j in range(kw) for c in range(cg)]
+    inb = [t for t in taps if src(t) is not None]
+    if p.isa.exact or p.impl is ConvImpl.REF:
+        return sum((src(t) - zp) * wt(t) for t in inb)
+    if p.src_dt is SrcType.S8:
+        return 2 * sum((src(t) - zp) * rne_half(wt(t)) for t in inb)
+    v = -zp * sum(wt(t) for t in inb)
+    for seg in _segments(p.impl, cg, kh, kw):
+        v += pair_sum([src(t) or 0 for t in seg], [wt(t) for t in seg])
+    return v
+
+
+def requantize(
+    acc: int,
+    w_scale: float,
+    q: Requantization,
+    impl: QuantizedImpl,
+    *,
+    linear: bool,
+    bias: float | None = None,
+) -> int:
+    """Page §6.2 for one accumulator, with ``numpy.float32`` scalar steps."""
+    f = np.float32
+    one = f(1.0)
+
+    def rr(s):
+        return one / f(s)
+
+    s_eff = rr(rr(f(q.x_scale)))
+    w_eff = rr(rr(f(w_scale))) if linear else f(w_scale)
+    a = f(acc)
+    with np.errstate(over="ignore", invalid="ignore"):
+        v = a * (s_eff * w_eff) if impl is QuantizedImpl.JIT_UNI else (a * s_eff) * w_eff
+        if bias is not None:
+            v = v + f(bias)
+        v = v / rr(rr(f(q.y_scale))) if impl is QuantizedImpl.REF else v * rr(f(q.y_scale))
+        v = v + f(q.y_zero_point)
+    return _clamp_rne(float(v), 0, 255)
+
+
+def _clamp_rne(v: float, lo: int, hi: int) -> int:
+    if math.isinf(v):
+        return hi if v > 0 else lo
+    return min(max(round(v), lo), hi)
+
+
+def avg_pool2d(x: np.ndarray, p: AvgPool2dParams) -> np.ndarray:
+    """Page §7 (average), one output element at a time."""
+    n_b, c_n, h, wd = x.shape
+    kh, kw = p.kernel
+    oh_n, ow_n = p.geometry.output_size(h, wd, kh, kw)
+    lo, hi = (-128, 127) if x.dtype == np.int8 else (0, 255)
+    y = np.zeros((n_b, c_n, oh_n, ow_n), dtype=x.dtype)
+    for n in range(n_b):
+        for c in range(c_n):
+            for oh in range(oh_n):
+                for ow in range(ow_n):
+                    vals = _window(x, (n, c, oh, ow), p)
+                    s = sum(vals)
+                    cnt = len(vals) if p.exclude_padding else kh * kw
+                    if p.impl is PoolImpl.JIT:
+                        v = np.float32(s) * (np.float32(1.0) / np.float32(cnt))
+                    else:
+                        v = np.float32(s) / np.float32(cnt)
+                    y[n, c, oh, ow] = _clamp_rne(float(v), lo, hi)
+    return y
+
+
+def max_pool2d(x: np.ndarray, p: MaxPool2dParams) -> np.ndarray:
+    """Page §7 (max), one output element at a time."""
+    n_b, c_n, h, wd = x.shape
+    oh_n, ow_n = p.geometry.output_size(h, wd, *p.kernel)
+    y = np.zeros((n_b, c_n, oh_n, ow_n), dtype=x.dtype)
+    for n in range(n_b):
+        for c in range(c_n):
+            for oh in range(oh_n):
+                for ow in range(ow_n):
+                    y[n, c, oh, ow] = max(_window(x, (n, c, oh, ow), p))
+    return y
+
+
+def _window(x, pos, p) -> list[int]:
+    """The in-bounds values of the window of output ``pos = (n, c, oh, ow)``."""
+    n, c, oh, ow = pos
+    top, left, _, _ = p.pads
+    vals = []
+    for i in range(p.kernel[0]):
+        for j in range(p.kernel[1]):
+            ih = oh * p.strides[0] - top + i
+            iw = ow * p.strides[1] - left + j
+            if 0 <= ih < x.shape[2] and 0 <= iw < x.shape[3]:
+                vals.append(int(x[n, c, ih, iw]))
+    return vals
+
+
+def reorder(x: np.ndarray, p: ReorderParams) -> list[int]:
+    """Page §8, one element at a time."""
+    f = np.float32
+    lo, hi = p.dst_dt.bounds
+    out = []
+    for xv in x.tolist():
+        with np.errstate(over="ignore", invalid="ignore"):
+            v = f(xv) * f(p.src_scale) * (f(1.0) / f(p.dst_scale))
+        if math.isnan(float(v)):
+            plain = p.src_scale == 1.0 and p.dst_scale == 1.0
+            u8_255 = p.dst_dt is DstType.U8 and plain and p.isa.avx512
+            out.append(255 if u8_255 else lo)
+        else:
+            out.append(_clamp_rne(float(v), lo, hi))
+    return out
