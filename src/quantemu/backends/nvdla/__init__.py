@@ -1,0 +1,68 @@
+"""NVIDIA NVDLA v1 integer datapaths, bit-exact to NVIDIA's C model (``conformance/nvdla.md``).
+
+Public API: register blocks (:mod:`.registers`), the precision-control primitives
+(:func:`converter`, :func:`truncate`, :func:`shifter`), the unit ops (:func:`sdp`, :func:`cdp`,
+:func:`cdp_window`, :func:`pdp`, :func:`pdp_avg`, :func:`pdp_max`, :func:`pdp_min`,
+:func:`cacc`, :func:`cdma_convert`) and the LUT evaluations. Programming lives in
+:mod:`.quantize` (converters) and :mod:`.lut_program` (LUT tables); seed 001's FP16 thresholds in
+:mod:`.fp16_check`. Importing the package registers the conformance adapters.
+"""
+
+from quantemu.backends.nvdla import conformance as _conformance  # registers the ops
+from quantemu.backends.nvdla.cacc import CaccResult, cacc
+from quantemu.backends.nvdla.cdma import cdma_convert
+from quantemu.backends.nvdla.cdp import CdpResult, cdp, cdp_window, edge_fill
+from quantemu.backends.nvdla.lut import LutOutput, cdp_lut, sdp_lut
+from quantemu.backends.nvdla.pdp import pdp, pdp_avg, pdp_max, pdp_min
+from quantemu.backends.nvdla.precision import converter, shifter, shr, shr_flag, truncate
+from quantemu.backends.nvdla.registers import (
+    AluAlgo,
+    CaccRegisters,
+    CdmaCvtRegisters,
+    CdpRegisters,
+    LeFunction,
+    OperandSource,
+    PdpRegisters,
+    PoolingMethod,
+    Precision,
+    SdpRegisters,
+    Table,
+)
+from quantemu.backends.nvdla.sdp import SdpResult, sdp
+
+del _conformance
+
+__all__ = [
+    "AluAlgo",
+    "CaccRegisters",
+    "CaccResult",
+    "CdmaCvtRegisters",
+    "CdpRegisters",
+    "CdpResult",
+    "LeFunction",
+    "LutOutput",
+    "OperandSource",
+    "PdpRegisters",
+    "PoolingMethod",
+    "Precision",
+    "SdpRegisters",
+    "SdpResult",
+    "Table",
+    "cacc",
+    "cdma_convert",
+    "cdp",
+    "cdp_lut",
+    "cdp_window",
+    "converter",
+    "edge_fill",
+    "pdp",
+    "pdp_avg",
+    "pdp_max",
+    "pdp_min",
+    "sdp",
+    "sdp_lut",
+    "shifter",
+    "shr",
+    "shr_flag",
+    "truncate",
+]

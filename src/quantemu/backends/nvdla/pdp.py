@@ -1,0 +1,116 @@
+"""PDP pooling (``conformance/nvdla.md`` §4): max, min and average with padding values.
+
+Windows are strided views of the padded cube (``sliding_window_view``), reduced over the kernel
+axes: no loop over pixels or channels. Average pooling adds the ``PAD_VALUE_<n>X`` registers for
+padded rows/columns, wraps the sum to the accumulator width (16 bits for INT8, 32 for INT16),
+multiplies by the two reciprocals with a half-away rounding after each, and wraps the result to
+the output width.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from quantemu.backends.nvdla.registers import PdpGeometry, PdpRegisters, PoolingMethod, Precision
+from quantemu.errors import InvalidInputError
+from quantemu.intmath import shift_right_round_half_away, wrap
+
+__all__ = ["pdp", "pdp_avg", "pdp_max", "pdp_min"]
+
+
+def _check_input(x, regs: PdpRegisters) -> np.ndarray:
+    g = regs.geometry()
+    shape = (g.channels, g.height, g.width)
+    a = np.asarray(x)
+    if a.dtype.kind not in "iu" or a.shape != shape:
+        raise InvalidInputError(
+            f"pdp: X must be an integer array of shape (C, H, W) = {shape} (CUBE_IN_CHANNEL/"
+            f"HEIGHT/WIDTH + 1), got dtype {a.dtype} shape {a.shape}"
+        )
+    bits = 8 if regs.input_type is Precision.INT8 else 16
+    a = a.astype(np.int64)
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    if a.size and (a.min() < lo or a.max() > hi):
+        raise InvalidInputError(
+            f"pdp: INPUT_DATA = {regs.input_type.name} but X holds values in "
+            f"[{a.min()}, {a.max()}], outside [{lo}, {hi}]"
+        )
+    return a
+
+
+def _windows(a: np.ndarray, g: PdpGeometry, fill: int) -> np.ndarray:
+    """``[C, OH, OW, kh, kw]`` view of every pooling window over the padded cube."""
+    padded = np.pad(
+        a,
+        ((0, 0), (g.pad_top, g.pad_bottom), (g.pad_left, g.pad_right)),
+        constant_values=fill,
+    )
+    win = sliding_window_view(padded, (g.kernel_height, g.kernel_width), axis=(1, 2))
+    return win[:, :: g.stride_height, :: g.stride_width][:, : g.out_height, : g.out_width]
+
+
+def _real_counts(n_out: int, stride: int, pad: int, kernel: int, size: int) -> np.ndarray:
+    """Per output position: how many of the window's rows (or columns) lie inside the cube."""
+    start = np.arange(n_out) * stride - pad
+    return np.clip(start + kernel, 0, size) - np.clip(start, 0, size)
+
+
+def _average(a: np.ndarray, regs: PdpRegisters) -> np.ndarray:
+    g = regs.geometry()
+    int8 = regs.input_type is Precision.INT8
+    s = _windows(a, g, 0).sum(axis=(-2, -1))  # <= 64 values of 16 bits: |s| < 2^22
+    rows = _real_counts(g.out_height, g.stride_height, g.pad_top, g.kernel_height, g.height)
+    cols = _real_counts(g.out_width, g.stride_width, g.pad_left, g.kernel_width, g.width)
+    pad = np.asarray(regs.pad_values(), dtype=np.int64)  # pad[0] = 0: no padding, no term
+    nr = g.kernel_height - rows  # padded rows per output row
+    nc = g.kernel_width - cols  # padded columns per output column
+    # Per real row PAD_VALUE_<nc>X, per window kw * PAD_VALUE_<nr>X: each term < 8 * 2^31.
+    s = s + rows[:, None] * pad[nc][None, :] + g.kernel_width * pad[nr][:, None]
+    s = wrap(s, 16 if int8 else 32)  # the accumulator wraps (associative: wrap of exact sum)
+    # |s| <= 2^31, reciprocals < 2^17: products < 2^48, then < 2^33 * 2^17 = 2^50.
+    t = shift_right_round_half_away(s * regs.RECIP_KERNEL_WIDTH, 16)
+    t = shift_right_round_half_away(t * regs.RECIP_KERNEL_HEIGHT, 16)
+    return wrap(t, 8 if int8 else 16)  # the output is wrapped, not saturated
+
+
+def pdp(x, regs: PdpRegisters) -> np.ndarray:
+    """Pool the ``[C, H, W]`` cube ``x`` as ``regs.POOLING_METHOD`` says; ``[C, OH, OW]`` out."""
+    a = _check_input(x, regs)
+    g = regs.geometry()
+    method = regs.method
+    if method is PoolingMethod.AVERAGE:
+        y = _average(a, regs)
+    else:
+        # Padding is ignored by max/min: pad with a value no input reaches (pads < kernel, so
+        # every window holds at least one real value).
+        sentinel = -(1 << 40) if method is PoolingMethod.MAX else 1 << 40
+        win = _windows(a, g, sentinel)
+        y = win.max(axis=(-2, -1)) if method is PoolingMethod.MAX else win.min(axis=(-2, -1))
+    dtype = np.int8 if regs.input_type is Precision.INT8 else np.int16
+    return np.asarray(y, dtype=dtype)
+
+
+def _with_method(regs: PdpRegisters, method: PoolingMethod, func: str) -> PdpRegisters:
+    if regs.method is not method:
+        raise InvalidInputError(
+            f"{func}: POOLING_METHOD = {regs.POOLING_METHOD} ({regs.method.name}) but {func} "
+            f"pools by {method.name} (POOLING_METHOD = {int(method)}); use pdp() to follow "
+            "the register, or program it consistently"
+        )
+    return regs
+
+
+def pdp_avg(x, regs: PdpRegisters) -> np.ndarray:
+    """Average pooling; ``regs.POOLING_METHOD`` must be 0 (AVERAGE)."""
+    return pdp(x, _with_method(regs, PoolingMethod.AVERAGE, "pdp_avg"))
+
+
+def pdp_max(x, regs: PdpRegisters) -> np.ndarray:
+    """Max pooling; ``regs.POOLING_METHOD`` must be 1 (MAX)."""
+    return pdp(x, _with_method(regs, PoolingMethod.MAX, "pdp_max"))
+
+
+def pdp_min(x, regs: PdpRegisters) -> np.ndarray:
+    """Min pooling; ``regs.POOLING_METHOD`` must be 2 (MIN)."""
+    return pdp(x, _with_method(regs, PoolingMethod.MIN, "pdp_min"))

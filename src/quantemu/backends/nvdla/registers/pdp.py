@@ -1,0 +1,151 @@
+"""PDP register block (``conformance/nvdla.md`` §4.1)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from quantemu.backends.nvdla.registers.fields import RegisterBlock, field, sx
+from quantemu.backends.nvdla.registers.types import PdpGeometry, PoolingMethod, Precision, precision
+from quantemu.errors import InvalidInputError, UnsupportedError
+
+# Sign bit of PAD_VALUE_<n>X for n = 1..7 (§4.2): the datapath's width for n padded values.
+_PAD_SIGN_BIT = {
+    Precision.INT8: (7, 8, 9, 9, 10, 10, 10),
+    Precision.INT16: (15, 16, 17, 17, 18, 18, 18),
+}
+
+
+@dataclass(frozen=True)
+class PdpRegisters(RegisterBlock):
+    """PDP fields, ``conformance/nvdla.md`` §4.1 (split-width mode and FP16 not emulated)."""
+
+    UNIT = "PdpRegisters"
+
+    INPUT_DATA: int = field(2)
+    POOLING_METHOD: int = field(2)
+    SPLIT_NUM: int = field(8)
+    CUBE_IN_WIDTH: int = field(13)
+    CUBE_IN_HEIGHT: int = field(13)
+    CUBE_IN_CHANNEL: int = field(13)
+    CUBE_OUT_WIDTH: int = field(13)
+    CUBE_OUT_HEIGHT: int = field(13)
+    CUBE_OUT_CHANNEL: int = field(13)
+    KERNEL_WIDTH: int = field(4)
+    KERNEL_HEIGHT: int = field(4)
+    KERNEL_STRIDE_WIDTH: int = field(4)
+    KERNEL_STRIDE_HEIGHT: int = field(4)
+    PAD_LEFT: int = field(3)
+    PAD_TOP: int = field(3)
+    PAD_RIGHT: int = field(3)
+    PAD_BOTTOM: int = field(3)
+    PAD_VALUE_1X: int = field(19)
+    PAD_VALUE_2X: int = field(19)
+    PAD_VALUE_3X: int = field(19)
+    PAD_VALUE_4X: int = field(19)
+    PAD_VALUE_5X: int = field(19)
+    PAD_VALUE_6X: int = field(19)
+    PAD_VALUE_7X: int = field(19)
+    RECIP_KERNEL_WIDTH: int = field(17, 1 << 16)
+    RECIP_KERNEL_HEIGHT: int = field(17, 1 << 16)
+
+    def _check(self) -> None:
+        precision(self.UNIT, "INPUT_DATA", self.INPUT_DATA)
+        if self.POOLING_METHOD == 3:
+            raise InvalidInputError(
+                f"{self.UNIT}: POOLING_METHOD = 3 is reserved; use 0 (AVERAGE), 1 (MAX) or 2 (MIN)"
+            )
+        if self.SPLIT_NUM != 0:
+            raise UnsupportedError(
+                f"{self.UNIT}: SPLIT_NUM = {self.SPLIT_NUM}: split-width mode is not emulated "
+                "(not covered by the conformance page); pool the whole width with SPLIT_NUM = 0"
+            )
+        self._check_geometry()
+
+    def _check_geometry(self) -> None:
+        g = self.geometry()
+        for side, pad, k, kname in (
+            ("PAD_LEFT", g.pad_left, g.kernel_width, "width"),
+            ("PAD_RIGHT", g.pad_right, g.kernel_width, "width"),
+            ("PAD_TOP", g.pad_top, g.kernel_height, "height"),
+            ("PAD_BOTTOM", g.pad_bottom, g.kernel_height, "height"),
+        ):
+            if pad >= k:
+                raise UnsupportedError(
+                    f"{self.UNIT}: {side} = {pad} is not smaller than the kernel {kname} {k}; "
+                    "windows made only of padding read stale line-buffer state in the cmod, "
+                    "which is not emulated (§4.2 'not covered')"
+                )
+        for name, size, pad, k, s, out in (
+            (
+                "WIDTH",
+                g.width,
+                g.pad_left + g.pad_right,
+                g.kernel_width,
+                g.stride_width,
+                g.out_width,
+            ),
+            (
+                "HEIGHT",
+                g.height,
+                g.pad_top + g.pad_bottom,
+                g.kernel_height,
+                g.stride_height,
+                g.out_height,
+            ),
+        ):
+            expected = (size + pad - k) // s + 1 if size + pad >= k else 0
+            if out != expected:
+                raise InvalidInputError(
+                    f"{self.UNIT}: CUBE_OUT_{name} = {out - 1} (size {out}) is inconsistent with "
+                    f"CUBE_IN_{name} + 1 = {size}, pads {pad}, kernel {k}, stride {s}: the "
+                    f"output size is (in + pads - kernel) // stride + 1 = {expected}; "
+                    f"program CUBE_OUT_{name} = {expected - 1}"
+                )
+        if self.CUBE_OUT_CHANNEL != self.CUBE_IN_CHANNEL:
+            raise InvalidInputError(
+                f"{self.UNIT}: CUBE_OUT_CHANNEL = {self.CUBE_OUT_CHANNEL} differs from "
+                f"CUBE_IN_CHANNEL = {self.CUBE_IN_CHANNEL}; pooling keeps the channel count"
+            )
+
+    @property
+    def input_type(self) -> Precision:
+        """INT8 or INT16 (input and output)."""
+        return Precision(self.INPUT_DATA)
+
+    @property
+    def method(self) -> PoolingMethod:
+        """AVERAGE, MAX or MIN."""
+        return PoolingMethod(self.POOLING_METHOD)
+
+    def geometry(self) -> PdpGeometry:
+        """Sizes, kernel, strides and pads as plain counts."""
+        return PdpGeometry(
+            channels=self.CUBE_IN_CHANNEL + 1,
+            height=self.CUBE_IN_HEIGHT + 1,
+            width=self.CUBE_IN_WIDTH + 1,
+            out_height=self.CUBE_OUT_HEIGHT + 1,
+            out_width=self.CUBE_OUT_WIDTH + 1,
+            kernel_height=self.KERNEL_HEIGHT + 1,
+            kernel_width=self.KERNEL_WIDTH + 1,
+            stride_height=self.KERNEL_STRIDE_HEIGHT + 1,
+            stride_width=self.KERNEL_STRIDE_WIDTH + 1,
+            pad_top=self.PAD_TOP,
+            pad_left=self.PAD_LEFT,
+            pad_bottom=self.PAD_BOTTOM,
+            pad_right=self.PAD_RIGHT,
+        )
+
+    def pad_values(self) -> tuple[int, ...]:
+        """Decoded ``PAD_VALUE_<n>X`` for n = 0..7 (n = 0 is 0), as the accumulator adds them.
+
+        Sign extension is from a per-n bit; when that bit is clear the higher raw bits are kept,
+        and the result wraps to the accumulator width (16 bits for INT8, 32 for INT16), §4.2.
+        """
+        t = self.input_type
+        acc_bits = 16 if t is Precision.INT8 else 32
+        out = [0]
+        for n in range(1, 8):
+            raw, b = getattr(self, f"PAD_VALUE_{n}X"), _PAD_SIGN_BIT[t][n - 1]
+            v = raw | ~((1 << (b + 1)) - 1) if raw >> b & 1 else raw
+            out.append(sx(v, acc_bits))
+        return tuple(out)
