@@ -2,9 +2,27 @@
 
 The layers, from the bottom up: :mod:`quantemu.intmath` (exact integer primitives),
 :mod:`quantemu.backends` (per-target operators), :mod:`quantemu.conformance` (vectors from real
-implementations and the runner that checks the emulation against them).
+implementations and the runner that checks the emulation against them), :mod:`quantemu.graph`
+(model import, graph passes, float reference executor) and :mod:`quantemu.calibration`.
+
+``quantemu.load_onnx`` and ``quantemu.calibrate`` are loaded on first use, so ``import quantemu``
+stays light (it does not import onnx).
 """
+
+from typing import Any
 
 from quantemu._version import __version__
 
-__all__ = ["__version__"]
+__all__ = ["__version__", "calibrate", "load_onnx"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "load_onnx":
+        from quantemu.graph.onnx_import import load_onnx  # noqa: PLC0415 (lazy: imports onnx)
+
+        return load_onnx
+    if name == "calibrate":
+        from quantemu.calibration.api import calibrate  # noqa: PLC0415 (lazy: imports onnx)
+
+        return calibrate
+    raise AttributeError(f"module 'quantemu' has no attribute {name!r}")

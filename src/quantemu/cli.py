@@ -11,9 +11,11 @@ import sys
 from collections.abc import Sequence
 
 from quantemu import __version__
+from quantemu.calibration import command as calibrate_command
 from quantemu.conformance import command as conformance_command
+from quantemu.graph import command as inspect_command
 
-_SUBCOMMANDS = (conformance_command,)
+_SUBCOMMANDS = (conformance_command, inspect_command, calibrate_command)
 
 
 def build_parser() -> argparse.ArgumentParser:

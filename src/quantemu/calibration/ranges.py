@@ -1,0 +1,161 @@
+"""Calibration results: per-tensor ``(min, max)`` ranges that serialize to and from JSON.
+
+The JSON document (``quantemu calibrate --out ranges.json``)::
+
+    {"format": "quantemu-ranges", "version": 1, "model": "...", "observer": "minmax",
+     "per_channel": false, "options": {...}, "batches": 4, "samples": 128,
+     "tensors": {"conv1_out": {"min": -1.5, "max": 3.25, "axis": null},
+                 "conv2_out": {"min": [...], "max": [...], "axis": 1}}}
+
+Floats are written with Python's shortest round-tripping repr, so :meth:`CalibrationRanges.load`
+gives back exactly the values that were saved.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from quantemu.errors import InvalidInputError
+
+FORMAT = "quantemu-ranges"
+VERSION = 1
+
+
+@dataclass(frozen=True)
+class TensorRange:
+    """The observed range of one tensor: floats, or per-channel arrays along ``axis``.
+
+    Unpacks as ``low, high = tensor_range``.
+    """
+
+    min: float | np.ndarray
+    max: float | np.ndarray
+    axis: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.axis is not None:
+            for name in ("min", "max"):
+                value = np.array(getattr(self, name), dtype=np.float64)
+                value.setflags(write=False)
+                object.__setattr__(self, name, value)
+        else:
+            object.__setattr__(self, "min", float(self.min))
+            object.__setattr__(self, "max", float(self.max))
+
+    def __iter__(self) -> Iterator[float | np.ndarray]:
+        return iter((self.min, self.max))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TensorRange):
+            return NotImplemented
+        return (
+            self.axis == other.axis
+            and np.array_equal(self.min, other.min)
+            and np.array_equal(self.max, other.max)
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"min": ..., "max": ..., "axis": ...}`` with lists for per-channel ranges."""
+        if self.axis is None:
+            return {"min": self.min, "max": self.max, "axis": None}
+        return {"min": self.min.tolist(), "max": self.max.tolist(), "axis": self.axis}
+
+
+@dataclass(frozen=True)
+class CalibrationRanges(Mapping[str, TensorRange]):
+    """Tensor name -> :class:`TensorRange`, with how the ranges were obtained."""
+
+    tensors: Mapping[str, TensorRange]
+    observer: str
+    per_channel: bool = False
+    options: Mapping[str, Any] = field(default_factory=dict)
+    batches: int = 0
+    samples: int = 0
+    model: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tensors", MappingProxyType(dict(self.tensors)))
+        object.__setattr__(self, "options", MappingProxyType(dict(self.options)))
+
+    def __getitem__(self, name: str) -> TensorRange:
+        try:
+            return self.tensors[name]
+        except KeyError:
+            raise KeyError(f"no range for tensor {name!r}") from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.tensors)
+
+    def __len__(self) -> int:
+        return len(self.tensors)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON document (a dict) described in the module docstring."""
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "model": self.model,
+            "observer": self.observer,
+            "per_channel": self.per_channel,
+            "options": dict(self.options),
+            "batches": self.batches,
+            "samples": self.samples,
+            "tensors": {name: r.to_json() for name, r in self.tensors.items()},
+        }
+
+    def dumps(self) -> str:
+        """The JSON document as text."""
+        return json.dumps(self.to_json(), indent=1, allow_nan=False)
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the JSON document to ``path``."""
+        with open(path, "w", encoding="utf-8") as out:
+            out.write(self.dumps() + "\n")
+
+    @classmethod
+    def from_json(cls, document: Mapping[str, Any]) -> CalibrationRanges:
+        """Rebuild from :meth:`to_json`'s document; malformed documents raise InvalidInputError."""
+        if not isinstance(document, Mapping) or document.get("format") != FORMAT:
+            raise InvalidInputError(f"not a quantemu ranges document (format != {FORMAT!r})")
+        if document.get("version") != VERSION:
+            raise InvalidInputError(
+                f"ranges document version {document.get('version')!r}; this quantemu reads "
+                f"version {VERSION}"
+            )
+        try:
+            tensors = {
+                name: TensorRange(entry["min"], entry["max"], entry.get("axis"))
+                for name, entry in document["tensors"].items()
+            }
+            return cls(
+                tensors=tensors,
+                observer=str(document["observer"]),
+                per_channel=bool(document.get("per_channel", False)),
+                options=dict(document.get("options", {})),
+                batches=int(document.get("batches", 0)),
+                samples=int(document.get("samples", 0)),
+                model=str(document.get("model", "")),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise InvalidInputError(f"malformed ranges document: {exc!r}") from exc
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> CalibrationRanges:
+        """Read a JSON document written by :meth:`save`."""
+        try:
+            with open(path, encoding="utf-8") as source:
+                document = json.load(source)
+        except OSError as exc:
+            raise InvalidInputError(f"cannot read ranges file {path}: {exc}") from exc
+        except json.JSONDecodeError as exc:
+            raise InvalidInputError(f"{path} is not JSON: {exc}") from exc
+        return cls.from_json(document)

@@ -1,0 +1,122 @@
+"""The float32 reference executor: runs a :class:`~quantemu.graph.Graph` with NumPy.
+
+Every op has one vectorized kernel (:mod:`quantemu.graph.ops`); the executor walks the nodes in
+their (topological) order, frees each value after its last reader unless asked to keep all of
+them, and returns the graph outputs (or every value, for per-layer references).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from quantemu.errors import InvalidInputError
+from quantemu.graph.ir import format_shape
+from quantemu.graph.ops import spec
+
+if TYPE_CHECKING:
+    from quantemu.graph.ir import Graph, Node
+
+Inputs = np.ndarray | Sequence[np.ndarray] | Mapping[str, np.ndarray]
+
+
+def bind_inputs(graph: Graph, inputs: Inputs) -> dict[str, np.ndarray]:
+    """Match ``inputs`` to the graph inputs, checking shapes; values become float32 arrays.
+
+    ``inputs`` is one array (for a single-input graph), a sequence in input order, or a mapping
+    by input name. Symbolic dimensions (the batch) accept any size.
+    """
+    names = graph.input_names
+    if isinstance(inputs, Mapping):
+        missing = [n for n in names if n not in inputs]
+        extra = [n for n in inputs if n not in names]
+        if missing or extra:
+            raise InvalidInputError(
+                f"graph {graph.name!r} takes inputs {list(names)}; missing {missing}, unknown "
+                f"{extra}"
+            )
+        values = [inputs[n] for n in names]
+    elif isinstance(inputs, np.ndarray) or not isinstance(inputs, Sequence):
+        values = [inputs]
+    else:
+        values = list(inputs)
+    if len(values) != len(names):
+        raise InvalidInputError(
+            f"graph {graph.name!r} takes {len(names)} inputs ({', '.join(names)}), "
+            f"got {len(values)}"
+        )
+    return {info.name: _check_input(info, v) for info, v in zip(graph.inputs, values, strict=True)}
+
+
+def _check_input(info, value) -> np.ndarray:
+    array = np.asarray(value)
+    if array.dtype.kind != "f":
+        raise InvalidInputError(
+            f"input {info.name!r} must be a float array, got dtype {array.dtype}; convert (and "
+            "normalize) the data the way the model was trained, e.g. x.astype(np.float32) / 255"
+        )
+    ok = array.ndim == len(info.shape) and all(
+        not isinstance(d, int) or d == s for d, s in zip(info.shape, array.shape, strict=True)
+    )
+    if not ok:
+        raise InvalidInputError(
+            f"input {info.name!r} has shape {format_shape(array.shape)}, the model expects "
+            f"{format_shape(info.shape)} (named dimensions may take any size)"
+        )
+    return np.ascontiguousarray(array, dtype=np.float32)
+
+
+def iter_float(graph: Graph, inputs: Inputs) -> Iterator[tuple[Node, dict[str, np.ndarray]]]:
+    """Run node by node, yielding each node with its output values (freed after their use)."""
+    values: dict[str, np.ndarray] = dict(graph.initializers)
+    values.update(bind_inputs(graph, inputs))
+    last_use = _last_use(graph)
+    keep = set(graph.outputs) | set(graph.initializers)
+    for index, node in enumerate(graph.nodes):
+        args = [values[name] if name else None for name in node.inputs]
+        results = run_node(node, args)
+        produced = dict(zip(node.outputs, results, strict=False))
+        values.update(produced)
+        yield node, produced
+        for name in node.inputs:
+            if name and last_use.get(name) == index and name not in keep:
+                values.pop(name, None)
+
+
+def run_node(node: Node, args: list[np.ndarray | None]) -> list[np.ndarray]:
+    """Run one node's kernel on its input arrays."""
+    with np.errstate(all="ignore"):  # inf/nan propagate as in onnxruntime, without warnings
+        return list(spec(node.op_type, where=str(node)).run(node.attrs, args))
+
+
+def _last_use(graph: Graph) -> dict[str, int]:
+    last: dict[str, int] = {}
+    for index, node in enumerate(graph.nodes):
+        for name in node.inputs:
+            last[name] = index
+    return last
+
+
+def run_float(
+    graph: Graph, inputs: Inputs, *, intermediates: bool = False
+) -> dict[str, np.ndarray]:
+    """Run ``graph`` in float32 on ``inputs``; returns ``{output name: array}``.
+
+    With ``intermediates=True`` the result holds every value the graph computes (inputs and
+    every node output, by tensor name), e.g. as per-layer float references.
+    """
+    bound = bind_inputs(graph, inputs)
+    result: dict[str, np.ndarray] = dict(bound) if intermediates else {}
+    for _node, produced in iter_float(graph, bound):
+        if intermediates:
+            result.update(produced)
+        else:
+            result.update({k: v for k, v in produced.items() if k in graph.outputs})
+    for name in graph.outputs:  # an output may be an input or an initializer
+        if name not in result:
+            result[name] = bound.get(name, graph.initializers.get(name))
+    if not intermediates:
+        return {name: result[name] for name in graph.outputs}
+    return result

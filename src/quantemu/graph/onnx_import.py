@@ -1,0 +1,318 @@
+"""ONNX import: parse a model with the ``onnx`` library and build a :class:`~quantemu.graph.Graph`.
+
+Steps: parse (a corrupt or truncated file is an :class:`InvalidInputError`, never a protobuf
+traceback); check the opset; decode initializers and ``Constant`` nodes into NumPy constants;
+order the nodes topologically (a dangling input is an error naming the node); remove Q/DQ pairs
+(:mod:`quantemu.graph.qdq`); normalize each node (:mod:`quantemu.graph.onnx_attrs`), inferring
+shapes as it goes, so that auto_pad and negative axes can be resolved; and build the graph.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+from onnx.external_data_helper import load_external_data_for_model, uses_external_data
+
+from quantemu.errors import InvalidInputError, QuantemuError, UnsupportedError
+from quantemu.graph import onnx_attrs_tensor  # noqa: F401  (registers its normalizers)
+from quantemu.graph.ir import UNKNOWN_DIM, Graph, QuantOverride, TensorInfo
+from quantemu.graph.onnx_attrs import MAX_OPSET, MIN_OPSET, NORMALIZERS, Context, RawNode
+from quantemu.graph.qdq import DEQUANTIZE, QUANTIZE, remove_qdq
+from quantemu.graph.shapes import infer_node
+
+__all__ = ["MAX_OPSET", "MIN_OPSET", "load_onnx"]
+
+_DEFAULT_DOMAINS = ("", "ai.onnx")
+
+Source = str | os.PathLike | bytes
+
+
+def load_onnx(source: Source | Any, *, name: str | None = None) -> Graph:
+    """Import an ONNX model (a path, the file's bytes, or an ``onnx.ModelProto``).
+
+    The result is the float graph: Q/DQ pairs are removed and their parameters kept in
+    ``graph.quant_overrides``; no optimization pass has run (see :mod:`quantemu.graph.passes`).
+    Raises :class:`InvalidInputError` for unreadable, corrupt or inconsistent models and
+    :class:`UnsupportedError` for operators, attributes or opsets quantemu does not handle.
+    """
+    model, where = _parse(source)
+    try:
+        return _build(model, where, name)
+    except QuantemuError as exc:
+        raise type(exc)(f"{where}: {exc}") from exc
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+        raise InvalidInputError(f"{where}: malformed model ({type(exc).__name__}: {exc})") from exc
+
+
+def _parse(source) -> tuple[Any, str]:
+    if isinstance(source, onnx.ModelProto):
+        return source, "<ModelProto>"
+    if isinstance(source, bytes | bytearray | memoryview):
+        data, where, base = bytes(source), "<bytes>", None
+    elif isinstance(source, str | os.PathLike):
+        path = Path(source)
+        where, base = str(path), path.parent
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise InvalidInputError(
+                f"cannot read ONNX model {where}: {exc.strerror or exc}"
+            ) from exc
+    else:
+        raise InvalidInputError(
+            f"load_onnx expects a path, bytes or an onnx.ModelProto, got {type(source).__name__}"
+        )
+    model = onnx.ModelProto()
+    try:
+        model.ParseFromString(data)
+    except Exception as exc:  # protobuf raises DecodeError (or RuntimeError in some builds)
+        raise InvalidInputError(
+            f"{where} is not a valid ONNX model: it cannot be decoded ({exc}); the file may be "
+            "truncated or corrupt, or not an ONNX file at all"
+        ) from exc
+    if not model.HasField("graph") or not model.opset_import:
+        raise InvalidInputError(
+            f"{where} is not a valid ONNX model: it has no graph or no opset_import (truncated, "
+            "corrupt, or not an ONNX file)"
+        )
+    if base is not None:
+        _load_external(model, base, where)
+    return model, where
+
+
+def _load_external(model, base: Path, where: str) -> None:
+    if any(uses_external_data(t) for t in model.graph.initializer):
+        try:
+            load_external_data_for_model(model, str(base))
+        except Exception as exc:
+            raise InvalidInputError(f"{where}: cannot load external tensor data: {exc}") from exc
+
+
+def _opset(model) -> int:
+    versions = [o.version for o in model.opset_import if o.domain in _DEFAULT_DOMAINS]
+    if not versions:
+        raise InvalidInputError("the model imports no default-domain (ai.onnx) opset")
+    opset = int(versions[0])
+    if not MIN_OPSET <= opset <= MAX_OPSET:
+        raise UnsupportedError(
+            f"opset {opset} is not supported; quantemu imports opsets {MIN_OPSET} to {MAX_OPSET} "
+            "(convert with onnx.version_converter.convert_version(model, 17))"
+        )
+    return opset
+
+
+def _build(model, where: str, name: str | None) -> Graph:
+    onnx_graph = model.graph
+    opset = _opset(model)
+    consts = _initializers(onnx_graph)
+    nodes = _raw_nodes(onnx_graph.node, consts)
+    inputs = [_input_info(v) for v in onnx_graph.input if v.name not in consts]
+    outputs = [v.name for v in onnx_graph.output]
+    if not outputs:
+        raise InvalidInputError("the graph declares no outputs")
+    nodes = _toposort(nodes, {t.name for t in inputs} | set(consts), outputs)
+    if any(n.op_type in (QUANTIZE, DEQUANTIZE) for n in nodes):
+        nodes, overrides = remove_qdq(nodes, consts, outputs, opset)
+    else:
+        overrides = {}
+    ir_nodes, tensors = _normalize(nodes, opset, consts, inputs, outputs)
+    used = {n for node in ir_nodes for n in node.inputs} | set(outputs)
+    initializers = {k: _float_const(k, v) for k, v in consts.items() if k in used}
+    overrides = _normalize_axes(overrides, tensors, initializers)
+    metadata = {
+        "source": where,
+        "producer": f"{model.producer_name} {model.producer_version}".strip(),
+        "ir_version": str(model.ir_version),
+    }
+    return Graph(
+        name=name or onnx_graph.name or Path(where).stem,
+        inputs=tuple(inputs),
+        outputs=tuple(outputs),
+        nodes=tuple(ir_nodes),
+        initializers=initializers,
+        quant_overrides=overrides,
+        opset=opset,
+        metadata=metadata,
+    )
+
+
+def _array(tensor, what: str) -> np.ndarray:
+    try:
+        return np.array(numpy_helper.to_array(tensor))
+    except Exception as exc:
+        raise InvalidInputError(f"{what} {tensor.name!r} cannot be decoded: {exc}") from exc
+
+
+def _initializers(onnx_graph) -> dict[str, np.ndarray]:
+    if len(onnx_graph.sparse_initializer):
+        raise UnsupportedError("sparse initializers are not supported")
+    consts = {}
+    for tensor in onnx_graph.initializer:
+        value = _array(tensor, "initializer")
+        if value.size != int(np.prod(tuple(tensor.dims), dtype=np.int64)):
+            raise InvalidInputError(
+                f"initializer {tensor.name!r} holds {value.size} values for dims "
+                f"{tuple(tensor.dims)}"
+            )
+        consts[tensor.name] = value
+    return consts
+
+
+def _raw_nodes(node_protos: Iterable[Any], consts: dict[str, np.ndarray]) -> list[RawNode]:
+    """Decode nodes; give unnamed or duplicate nodes unique names; fold Constant nodes."""
+    nodes: list[RawNode] = []
+    names: set[str] = set()
+    for index, proto in enumerate(node_protos):
+        name = proto.name
+        if not name or name in names:
+            name = f"{proto.op_type}_{index}" if not name else f"{name}_{index}"
+        names.add(name)
+        attrs = {a.name: _attr_value(a) for a in proto.attribute}
+        outputs = tuple(proto.output)
+        while outputs and not outputs[-1]:
+            outputs = outputs[:-1]
+        raw = RawNode(name, proto.op_type, proto.domain, tuple(proto.input), outputs, attrs)
+        if raw.op_type == "Constant" and raw.domain in _DEFAULT_DOMAINS:
+            consts[raw.outputs[0]] = _constant_value(raw)
+            continue
+        nodes.append(raw)
+    return nodes
+
+
+def _attr_value(attribute) -> Any:
+    value = helper.get_attribute_value(attribute)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, list):
+        return [v.decode("utf-8", errors="replace") if isinstance(v, bytes) else v for v in value]
+    return value
+
+
+def _constant_value(raw: RawNode) -> np.ndarray:
+    if len(raw.attrs) != 1:
+        raise InvalidInputError(f"{raw}: a Constant has exactly one value attribute")
+    key, value = next(iter(raw.attrs.items()))
+    if key == "value":
+        return _array(value, f"{raw} value")
+    kinds = {
+        "value_float": np.float32,
+        "value_floats": np.float32,
+        "value_int": np.int64,
+        "value_ints": np.int64,
+    }
+    if key not in kinds:
+        raise UnsupportedError(
+            f"{raw}: Constant attribute {key!r} is not supported; supported: "
+            "value, value_float(s), value_int(s)"
+        )
+    return np.array(value, dtype=kinds[key])
+
+
+def _input_info(value_info) -> TensorInfo:
+    kind = value_info.type.WhichOneof("value")
+    if kind != "tensor_type":
+        raise UnsupportedError(f"graph input {value_info.name!r} is a {kind}, not a tensor")
+    tensor_type = value_info.type.tensor_type
+    if tensor_type.elem_type != TensorProto.FLOAT:
+        type_name = TensorProto.DataType.Name(tensor_type.elem_type)
+        raise UnsupportedError(
+            f"graph input {value_info.name!r} has element type {type_name}; "
+            "quantemu imports float32 models"
+        )
+    if not tensor_type.HasField("shape"):
+        raise UnsupportedError(
+            f"graph input {value_info.name!r} has no shape; export the model "
+            "with a static shape (a symbolic batch dimension is fine)"
+        )
+    dims = []
+    for dim in tensor_type.shape.dim:
+        if dim.HasField("dim_value") and dim.dim_value > 0:
+            dims.append(int(dim.dim_value))
+        else:
+            dims.append(
+                dim.dim_param if dim.HasField("dim_param") and dim.dim_param else UNKNOWN_DIM
+            )
+    return TensorInfo(value_info.name, tuple(dims), "float32")
+
+
+def _toposort(nodes: list[RawNode], defined: set[str], outputs: list[str]) -> list[RawNode]:
+    """Kahn's algorithm, stable in file order; names the first dangling input or cycle."""
+    producer = {}
+    for node in nodes:
+        for name in node.outputs:
+            if name in producer or name in defined:
+                raise InvalidInputError(f"{node}: output {name!r} is defined twice")
+            producer[name] = node
+    for node in nodes:
+        for name in node.inputs:
+            if name and name not in defined and name not in producer:
+                raise InvalidInputError(
+                    f"{node}: input {name!r} is not a graph input, an initializer, or the output "
+                    "of any node (a dangling input: the model is incomplete or corrupt)"
+                )
+    for name in outputs:
+        if name not in defined and name not in producer:
+            raise InvalidInputError(f"graph output {name!r} is not produced by any node")
+    ordered, done, pending = [], set(defined), list(nodes)
+    while pending:
+        ready = [n for n in pending if all(not i or i in done for i in n.inputs)]
+        if not ready:
+            raise InvalidInputError(f"the graph has a cycle through {pending[0]}")
+        ready_ids = {id(n) for n in ready}
+        for node in ready:
+            ordered.append(node)
+            done.update(node.outputs)
+        pending = [n for n in pending if id(n) not in ready_ids]
+    return ordered
+
+
+def _normalize(nodes, opset, consts, inputs, outputs):
+    tensors = {t.name: t for t in inputs}
+    for key, value in consts.items():
+        tensors[key] = TensorInfo(key, value.shape, _float_const(key, value).dtype.name)
+    used = {name for node in nodes for name in node.inputs} | set(outputs)
+    ctx = Context(opset, consts, tensors, used)
+    ir_nodes = []
+    for raw in nodes:
+        if raw.domain not in _DEFAULT_DOMAINS:
+            raise UnsupportedError(
+                f"{raw}: operator domain {raw.domain!r} is not supported "
+                "(only the default ai.onnx domain)"
+            )
+        fn = NORMALIZERS.get(raw.op_type)
+        if fn is None:
+            raise UnsupportedError(
+                f"{raw}: operator {raw.op_type!r} is not supported; supported operators: "
+                f"{', '.join(sorted({*NORMALIZERS, 'Constant', QUANTIZE, DEQUANTIZE}))}"
+            )
+        node = fn(raw, ctx)
+        infos = [tensors[name] if name else None for name in node.inputs]
+        for out, shape in zip(node.outputs, infer_node(node, infos), strict=True):
+            tensors[out] = TensorInfo(out, shape, "float32")
+        ir_nodes.append(node)
+    return ir_nodes, tensors
+
+
+def _float_const(name: str, value: np.ndarray) -> np.ndarray:
+    """Float constants compute in float32; integer ones stay as they are (attribute inputs)."""
+    if value.dtype.kind == "f" and value.dtype != np.float32:
+        return value.astype(np.float32)
+    return value
+
+
+def _normalize_axes(overrides, tensors, initializers) -> dict[str, QuantOverride]:
+    out = {}
+    for name, params in overrides.items():
+        out[name] = params
+        if params.axis is not None and params.axis < 0 and name in tensors:
+            rank = tensors[name].rank
+            out[name] = QuantOverride(
+                params.scale, params.zero_point, params.axis % rank, params.values, params.source
+            )
+    return out

@@ -1,0 +1,102 @@
+"""``quantemu inspect``: the demo model, a ResNet-18-shaped model, passes, dumps, errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import onnx
+import pytest
+
+from quantemu.cli import main
+from quantemu.graph.zoo import resnet18
+
+
+def test_inspect_demo(capsys):
+    assert main(["inspect", "demo"]) == 0
+    out = capsys.readouterr().out
+    for text in (
+        "/depthwise/Conv",
+        "MaxPool",
+        "AveragePool",
+        "Gemm",
+        "batchx16x8x8",
+        "6,522",
+        "13 nodes",
+        "MACs are per sample",
+    ):
+        assert text in out
+
+
+@pytest.fixture(scope="module")
+def resnet18_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("models") / "resnet18.onnx"
+    onnx.save(resnet18(batch="N"), path)
+    return path
+
+
+def test_inspect_resnet18_shaped_model(resnet18_file, capsys):
+    assert main(["inspect", str(resnet18_file), "--batch", "1"]) == 0
+    out = capsys.readouterr().out
+    for text in (
+        "resnet18",
+        "1x64x112x112",
+        "1x64x56x56",
+        "1x512x7x7",
+        "1x1000",
+        "69 nodes",
+        "layer4.1.conv2",
+        "512x512x3x3",
+    ):
+        assert text in out, text
+    # torchvision's 11,689,512 parameters plus the BN running means and variances (2 x 4,800
+    # channels), and its 1.81 GMACs per sample.
+    assert "11,699,112" in out and "1,814,073,344" in out
+
+
+def test_inspect_optimize_and_dumps(resnet18_file, capsys):
+    assert main(["inspect", str(resnet18_file), "-O"]) == 0
+    out = capsys.readouterr().out
+    assert "after the default pipeline" in out and "Conv+relu" in out and "Add+relu" in out
+    assert "32 nodes" in out and "BatchNormalization" not in out
+    assert main(["inspect", "demo", "--dump-after", "fold_batchnorm"]) == 0
+    assert capsys.readouterr().out.count("after pass") == 1
+    assert main(["inspect", "demo", "--dump-passes"]) == 0
+    out = capsys.readouterr().out
+    assert [line.strip("─ ") for line in out.splitlines() if "after pass" in line] == [
+        "after pass remove_identity",
+        "after pass fold_constants",
+        "after pass fold_batchnorm",
+        "after pass fuse_activation",
+    ]
+
+
+def test_list_passes(capsys):
+    assert main(["inspect", "--passes"]) == 0
+    out = capsys.readouterr().out
+    assert "fold_batchnorm" in out and "fuse_activation" in out and "default pipeline" in out
+
+
+def test_usage_errors(capsys):
+    assert main(["inspect"]) == 2
+    assert "MODEL is required" in capsys.readouterr().err
+    assert main(["inspect", "demo", "--dump-after", "nope"]) == 2
+    assert "unknown pass nope" in capsys.readouterr().err
+
+
+def test_bad_model_is_a_message_not_a_traceback(tmp_path, capsys):
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"\x08\x07garbage" * 10)
+    assert main(["inspect", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("quantemu inspect: error: ") and "Traceback" not in err
+
+
+def test_entry_point_inspect_demo():
+    out = subprocess.run(
+        [sys.executable, "-m", "quantemu", "inspect", "demo"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "/stem/Conv" in out.stdout
