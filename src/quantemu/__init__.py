@@ -3,17 +3,18 @@
 The layers, from the bottom up: :mod:`quantemu.intmath` (exact integer primitives),
 :mod:`quantemu.backends` (per-target operators), :mod:`quantemu.conformance` (vectors from real
 implementations and the runner that checks the emulation against them), :mod:`quantemu.graph`
-(model import, graph passes, float reference executor) and :mod:`quantemu.calibration`.
+(model import, graph passes, float reference executor), :mod:`quantemu.calibration` and
+:mod:`quantemu.simulate` (whole-model simulation).
 
-``quantemu.load_onnx`` and ``quantemu.calibrate`` are loaded on first use, so ``import quantemu``
-stays light (it does not import onnx).
+``quantemu.load_onnx``, ``quantemu.calibrate`` and ``quantemu.compile`` are loaded on first use,
+so ``import quantemu`` stays light (it does not import onnx).
 """
 
 from typing import Any
 
 from quantemu._version import __version__
 
-__all__ = ["__version__", "calibrate", "load_onnx"]
+__all__ = ["__version__", "calibrate", "compile", "load_onnx"]
 
 
 def __getattr__(name: str) -> Any:
@@ -25,4 +26,8 @@ def __getattr__(name: str) -> Any:
         from quantemu.calibration.api import calibrate  # noqa: PLC0415 (lazy: imports onnx)
 
         return calibrate
+    if name == "compile":
+        from quantemu.simulate.compile import compile_model  # noqa: PLC0415 (imports onnx)
+
+        return compile_model
     raise AttributeError(f"module 'quantemu' has no attribute {name!r}")

@@ -1,0 +1,27 @@
+"""Whole-model simulation: lowered programs, running them, and comparing with the float model.
+
+``quantemu.compile(graph, backend=..., calib=data, **options)`` returns a
+:class:`~quantemu.simulate.compile.Program`; ``program.run(x)`` runs the integer program and
+``program.evaluate(x, labels)`` gives per-layer statistics (:class:`Evaluation`).
+"""
+
+from quantemu.simulate.compile import Program, compile_model
+from quantemu.simulate.encoding import Encoding, LinearEncoding, QTensor
+from quantemu.simulate.evaluate import Evaluation, LayerStats, evaluate
+from quantemu.simulate.program import Layer, LayerOutput, LoweredModel, RunResult, run_lowered
+
+__all__ = [
+    "Encoding",
+    "Evaluation",
+    "Layer",
+    "LayerOutput",
+    "LayerStats",
+    "LinearEncoding",
+    "LoweredModel",
+    "Program",
+    "QTensor",
+    "RunResult",
+    "compile_model",
+    "evaluate",
+    "run_lowered",
+]

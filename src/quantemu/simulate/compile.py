@@ -1,0 +1,138 @@
+"""``quantemu.compile``: quantize a float model for a target, the way its toolchain does.
+
+``prog = quantemu.compile(graph, backend="xs3", calib=x_calib, **options)`` optimizes the float
+graph (batch-norm folding, activation fusion, ...), calibrates every tensor on ``calib``, and
+hands both to the backend's ``lower()``, which derives the integer parameters with the vendor's
+rules and chooses the target operators. ``prog.run(x)`` then runs the integer program;
+``prog.evaluate(x, labels)`` compares it layer by layer with the float model.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from quantemu._version import __version__
+from quantemu.backends.registry import known_backends
+from quantemu.calibration.ranges import CalibrationRanges
+from quantemu.errors import InvalidInputError
+from quantemu.graph import Graph, optimize
+from quantemu.simulate.evaluate import Evaluation, evaluate
+from quantemu.simulate.program import LoweredModel, RunResult, run_lowered
+
+
+@dataclass(frozen=True)
+class Program:
+    """A float model lowered onto one backend (see the module docstring)."""
+
+    backend: str
+    graph: Graph
+    ranges: CalibrationRanges
+    lowered: LoweredModel
+
+    @property
+    def header(self) -> dict[str, str]:
+        """Every result-changing choice, for report headers (DESIGN principle 9)."""
+        return {
+            "backend": self.backend,
+            **{str(k): str(v) for k, v in self.lowered.header.items()},
+            "calibration": f"{self.ranges.observer}, {self.ranges.samples} samples",
+            "quantemu": __version__,
+        }
+
+    def check_input(self, x) -> np.ndarray:
+        """``x`` as the float32 batch the model's single input takes, or a clear error."""
+        if len(self.graph.inputs) != 1:
+            raise InvalidInputError(
+                f"the model has {len(self.graph.inputs)} inputs; pass a dict to run_feeds()"
+            )
+        info = self.graph.inputs[0]
+        x = np.asarray(x)
+        if x.dtype.kind != "f":
+            raise InvalidInputError(
+                f"input {info.name!r}: expected float data (as the float model takes it), got "
+                f"dtype {x.dtype}; normalize it as the model expects and pass float32"
+            )
+        expected = tuple(info.shape)
+        fixed = [
+            (i, d) for i, d in enumerate(expected) if isinstance(d, int) and i > 0
+        ]  # dimension 0 is the batch
+        if x.ndim != len(expected) or any(x.shape[i] != d for i, d in fixed):
+            raise InvalidInputError(
+                f"input {info.name!r}: expected shape {_shape_text(expected)}, got {tuple(x.shape)}"
+            )
+        return x.astype(np.float32, copy=False)
+
+    def run(self, x) -> RunResult:
+        """Run one batch ``x`` through the integer program; every tensor is kept."""
+        x = self.check_input(x)
+        return run_lowered(self.lowered, self.graph.outputs, {self.graph.inputs[0].name: x})
+
+    def run_feeds(self, feeds: Mapping[str, np.ndarray]) -> RunResult:
+        """Run a model with several inputs (name -> float array)."""
+        return run_lowered(self.lowered, self.graph.outputs, feeds)
+
+    def evaluate(self, x, labels=None, *, batch_size: int = 128, on_batch=None) -> Evaluation:
+        """Per-layer SQNR, cosine, LSB error and counters against the float model."""
+        return evaluate(self, x, labels, batch_size=batch_size, on_batch=on_batch)
+
+    def report(self, x, labels=None, **kwargs) -> Evaluation:
+        """:meth:`evaluate`; render the result with :mod:`quantemu.report`."""
+        return self.evaluate(x, labels, **kwargs)
+
+
+def _shape_text(shape) -> str:
+    return "(" + ", ".join("N" if i == 0 else str(d) for i, d in enumerate(shape)) + ")"
+
+
+def _load(model) -> Graph:
+    if isinstance(model, Graph):
+        return model
+    from quantemu.graph.onnx_import import load_onnx  # noqa: PLC0415 (imports onnx)
+
+    return load_onnx(model)
+
+
+def lowering_module(backend: str):
+    """The ``lower`` module of ``backend``, or a clear error naming the known backends."""
+    if backend not in known_backends():
+        raise InvalidInputError(
+            f"unknown backend {backend!r}; choose one of {', '.join(known_backends())}"
+        )
+    try:
+        return importlib.import_module(f"quantemu.backends.{backend}.lower")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"quantemu.backends.{backend}.lower":
+            raise
+        raise InvalidInputError(f"backend {backend!r} cannot lower whole models yet") from None
+
+
+def compile_model(
+    model,
+    backend: str,
+    calib,
+    *,
+    observer: str = "minmax",
+    calibration: CalibrationRanges | None = None,
+    progress: bool | None = None,
+    **options: Any,
+) -> Program:
+    """Lower ``model`` (a Graph or an ONNX path) onto ``backend`` (see the module docstring).
+
+    ``calib``: calibration data (anything ``quantemu.calibrate`` accepts); ignored when
+    precomputed ``calibration`` ranges are given. ``options`` go to the backend's lowering
+    (e.g. ``isa="avx2"`` for onednn); unknown ones are errors.
+    """
+    from quantemu.calibration.api import calibrate  # noqa: PLC0415 (keeps import light)
+
+    module = lowering_module(backend)
+    graph = optimize(_load(model))
+    ranges = calibration
+    if ranges is None:
+        ranges = calibrate(graph, calib, observer=observer, progress=progress)
+    lowered = module.lower(graph, ranges, **options)
+    return Program(backend=backend, graph=graph, ranges=ranges, lowered=lowered)

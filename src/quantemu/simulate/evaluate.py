@@ -1,0 +1,152 @@
+"""Evaluation: a dataset through the float model and the lowered program, layer by layer.
+
+:func:`evaluate` is what ``Program.evaluate`` and ``quantemu run`` call. It streams the data in
+batches, runs the float executor with every intermediate and the integer program on the same
+batch, and accumulates :mod:`~quantemu.simulate.metrics` per layer, plus top-1 accuracy when
+labels are given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from quantemu.errors import InvalidInputError
+from quantemu.simulate.metrics import LayerAccumulator, top1
+
+
+@dataclass(frozen=True)
+class LayerStats:
+    """One layer's statistics over the evaluated data (see :mod:`~quantemu.simulate.metrics`)."""
+
+    name: str
+    op: str
+    output: str
+    exact: bool
+    note: str
+    encoding: str
+    elements: int
+    sqnr_db: float
+    cosine: float
+    max_abs_lsb: int
+    fraction_off: float
+    lsb_histogram: tuple[int, ...]
+    counters: Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """The result of :func:`evaluate`: header, per-layer statistics and accuracies."""
+
+    backend: str
+    header: Mapping[str, str]
+    layers: tuple[LayerStats, ...]
+    samples: int
+    float_accuracy: float | None
+    backend_accuracy: float | None
+    agreement: float  # fraction of samples where the backend's top-1 equals the float top-1
+
+    def worst_layers(self, n: int = 3) -> list[LayerStats]:
+        """The ``n`` layers with the lowest SQNR."""
+        return sorted(self.layers, key=lambda s: s.sqnr_db)[:n]
+
+    def counter_totals(self) -> dict[str, int]:
+        """Every counter summed over all layers."""
+        totals: dict[str, int] = {}
+        for layer in self.layers:
+            for key, value in layer.counters.items():
+                totals[key] = totals.get(key, 0) + int(value)
+        return totals
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dictionary (``quantemu run --json``)."""
+        return {
+            "backend": self.backend,
+            "header": dict(self.header),
+            "samples": self.samples,
+            "float_accuracy": self.float_accuracy,
+            "backend_accuracy": self.backend_accuracy,
+            "agreement": self.agreement,
+            "counters": self.counter_totals(),
+            "layers": [
+                {**layer.__dict__, "counters": dict(layer.counters)} for layer in self.layers
+            ],
+        }
+
+
+def _check_labels(labels, samples: int) -> np.ndarray | None:
+    if labels is None:
+        return None
+    labels = np.asarray(labels)
+    if labels.ndim != 1 or labels.shape[0] != samples or labels.dtype.kind not in "iu":
+        raise InvalidInputError(
+            f"labels must be a 1-D integer array with one label per sample ({samples}), got "
+            f"dtype {labels.dtype} shape {labels.shape}"
+        )
+    return labels
+
+
+def evaluate(
+    program,
+    x: np.ndarray,
+    labels=None,
+    *,
+    batch_size: int = 128,
+    on_batch: Callable[[int], None] | None = None,
+) -> Evaluation:
+    """Run ``x`` (one array: the model's single input, batch first) through both models.
+
+    ``on_batch(n)`` is called after each batch with its size (progress bars).
+    """
+    x = program.check_input(x)
+    labels = _check_labels(labels, x.shape[0])
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise InvalidInputError(f"batch_size must be a positive int, got {batch_size!r}")
+    acc = {layer.name: LayerAccumulator() for layer in program.lowered.layers}
+    out_name = program.graph.outputs[0]
+    float_pred, backend_pred = [], []
+    for start in range(0, x.shape[0], batch_size):
+        batch = x[start : start + batch_size]
+        reference = program.graph.run_float(batch, intermediates=True)
+        result = program.run(batch)
+        for layer in program.lowered.layers:
+            acc[layer.name].update(
+                result.tensors[layer.output], reference[layer.output], result.counters[layer.name]
+            )
+        float_pred.append(top1(reference[out_name]))
+        backend_pred.append(top1(result.outputs[out_name]))
+        if on_batch is not None:
+            on_batch(batch.shape[0])
+    float_pred = np.concatenate(float_pred)
+    backend_pred = np.concatenate(backend_pred)
+    return Evaluation(
+        backend=program.backend,
+        header=program.header,
+        layers=tuple(_stats(layer, acc[layer.name]) for layer in program.lowered.layers),
+        samples=int(x.shape[0]),
+        float_accuracy=None if labels is None else float(np.mean(float_pred == labels)),
+        backend_accuracy=None if labels is None else float(np.mean(backend_pred == labels)),
+        agreement=float(np.mean(float_pred == backend_pred)),
+    )
+
+
+def _stats(layer, accumulator: LayerAccumulator) -> LayerStats:
+    done = accumulator.finish()
+    return LayerStats(
+        name=layer.name,
+        op=layer.op,
+        output=layer.output,
+        exact=bool(layer.exact),
+        note=layer.note,
+        encoding=accumulator.encoding_text,
+        elements=done["elements"],
+        sqnr_db=done["sqnr_db"],
+        cosine=done["cosine"],
+        max_abs_lsb=done["max_abs_lsb"],
+        fraction_off=done["fraction_off"],
+        lsb_histogram=tuple(done["lsb_histogram"]),
+        counters=done["counters"],
+    )
