@@ -140,3 +140,16 @@ def test_run_rejects_bad_inputs(x, match):
 def test_compile_rejects_unknown_backend():
     with pytest.raises(InvalidInputError, match="unknown backend 'tpu'"):
         compile_model(_program().graph, "tpu", np.zeros((1, 4), np.float32))
+
+
+def test_compile_needs_calibration_data():
+    with pytest.raises(InvalidInputError, match="calibration data"):
+        compile_model(_program().graph, "xs3")
+
+
+def test_compile_passes_a_model_option_to_the_backend():
+    # `model` is positional-only in compile_model, so the xs3 option of that name reaches lower().
+    prog = compile_model(
+        _program().graph, "xs3", np.ones((2, 4), np.float32), model="device", progress=False
+    )
+    assert "device" in " ".join(prog.header.values())

@@ -113,8 +113,9 @@ def lowering_module(backend: str):
 
 def compile_model(
     model,
+    /,
     backend: str,
-    calib,
+    calib=None,
     *,
     observer: str = "minmax",
     calibration: CalibrationRanges | None = None,
@@ -123,9 +124,10 @@ def compile_model(
 ) -> Program:
     """Lower ``model`` (a Graph or an ONNX path) onto ``backend`` (see the module docstring).
 
-    ``calib``: calibration data (anything ``quantemu.calibrate`` accepts); ignored when
+    ``calib``: calibration data (anything ``quantemu.calibrate`` accepts); not needed when
     precomputed ``calibration`` ranges are given. ``options`` go to the backend's lowering
-    (e.g. ``isa="avx2"`` for onednn); unknown ones are errors.
+    (e.g. ``isa="avx2"`` for onednn, ``model="device"`` for xs3: ``model`` is positional-only
+    here so that backend options may use the name); unknown ones are errors.
     """
     from quantemu.calibration.api import calibrate  # noqa: PLC0415 (keeps import light)
 
@@ -133,6 +135,11 @@ def compile_model(
     graph = optimize(_load(model))
     ranges = calibration
     if ranges is None:
+        if calib is None:
+            raise InvalidInputError(
+                "compile needs calibration data (calib=...) or precomputed ranges "
+                "(calibration=quantemu.calibrate(...) or CalibrationRanges.load(path))"
+            )
         ranges = calibrate(graph, calib, observer=observer, progress=progress)
     lowered = module.lower(graph, ranges, **options)
     return Program(backend=backend, graph=graph, ranges=ranges, lowered=lowered)

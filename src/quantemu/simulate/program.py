@@ -71,6 +71,7 @@ class RunResult:
     tensors: Mapping[str, QTensor]
     counters: Mapping[str, Mapping[str, int]]  # layer name -> counters
     outputs: Mapping[str, np.ndarray]  # graph output name -> dequantized float32
+    internals: Mapping[str, Mapping[str, np.ndarray]] = field(default_factory=dict)  # by layer
 
 
 def run_lowered(model: LoweredModel, outputs: tuple[str, ...], feeds: Mapping[str, np.ndarray]):
@@ -89,10 +90,12 @@ def run_lowered(model: LoweredModel, outputs: tuple[str, ...], feeds: Mapping[st
             )
         tensors[name] = QTensor(encoding.quantize(x.astype(np.float32)), encoding)
     counters: dict[str, Mapping[str, int]] = {}
+    internals: dict[str, Mapping[str, np.ndarray]] = {}
     for layer in model.layers:
         out = layer.run([tensors[t] for t in layer.inputs])
         tensors[layer.output] = out.tensor
         counters[layer.name] = dict(out.counters)
+        internals[layer.name] = dict(out.internals)
     missing = [o for o in outputs if o not in tensors]
     if missing:
         raise InvalidInputError(f"the lowered model does not produce the outputs {missing}")
@@ -100,4 +103,5 @@ def run_lowered(model: LoweredModel, outputs: tuple[str, ...], feeds: Mapping[st
         tensors=tensors,
         counters=counters,
         outputs={o: tensors[o].dequantize() for o in outputs},
+        internals=internals,
     )
