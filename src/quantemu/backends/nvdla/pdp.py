@@ -1,16 +1,17 @@
 """PDP pooling (``conformance/nvdla.md`` §4): max, min and average with padding values.
 
-Windows are strided views of the padded cube (``sliding_window_view``), reduced over the kernel
-axes: no loop over pixels or channels. Average pooling adds the ``PAD_VALUE_<n>X`` registers for
-padded rows/columns, wraps the sum to the accumulator width (16 bits for INT8, 32 for INT16),
-multiplies by the two reciprocals with a half-away rounding after each, and wraps the result to
-the output width.
+Windows are reduced tap by tap: one strided slice of the padded cube per kernel position (at
+most 64), each combined with the running result over every output at once; no loop over pixels
+or channels. A cube may carry a leading batch axis (``[N, C, H, W]``): the registers describe
+one ``[C, H, W]`` cube and every image is pooled with them, as the firmware runs the same layer
+once per image. Average pooling adds the ``PAD_VALUE_<n>X`` registers for padded rows/columns,
+wraps the sum to the accumulator width (16 bits for INT8, 32 for INT16), multiplies by the two
+reciprocals with a half-away rounding after each, and wraps the result to the output width.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from quantemu.backends.nvdla.registers import PdpGeometry, PdpRegisters, PoolingMethod, Precision
 from quantemu.errors import InvalidInputError
@@ -23,10 +24,10 @@ def _check_input(x, regs: PdpRegisters) -> np.ndarray:
     g = regs.geometry()
     shape = (g.channels, g.height, g.width)
     a = np.asarray(x)
-    if a.dtype.kind not in "iu" or a.shape != shape:
+    if a.dtype.kind not in "iu" or a.shape[-3:] != shape or a.ndim not in (3, 4):
         raise InvalidInputError(
             f"pdp: X must be an integer array of shape (C, H, W) = {shape} (CUBE_IN_CHANNEL/"
-            f"HEIGHT/WIDTH + 1), got dtype {a.dtype} shape {a.shape}"
+            f"HEIGHT/WIDTH + 1), or (N, C, H, W) for a batch, got dtype {a.dtype} shape {a.shape}"
         )
     bits = 8 if regs.input_type is Precision.INT8 else 16
     a = a.astype(np.int64)
@@ -39,15 +40,27 @@ def _check_input(x, regs: PdpRegisters) -> np.ndarray:
     return a
 
 
-def _windows(a: np.ndarray, g: PdpGeometry, fill: int) -> np.ndarray:
-    """``[C, OH, OW, kh, kw]`` view of every pooling window over the padded cube."""
+def _pool_taps(a: np.ndarray, g: PdpGeometry, fill: int, reduce) -> np.ndarray:
+    """``reduce`` (``np.maximum``, ``np.minimum``, ``np.add``) over every window of the cube(s)
+    padded with ``fill``: ``[..., C, OH, OW]``.
+
+    One strided slice of the padded cube per kernel tap (at most 8 x 8), each combined with the
+    running result over every output position at once: no loop over pixels or channels.
+    """
+    lead = [(0, 0)] * (a.ndim - 2)
     padded = np.pad(
         a,
-        ((0, 0), (g.pad_top, g.pad_bottom), (g.pad_left, g.pad_right)),
+        (*lead, (g.pad_top, g.pad_bottom), (g.pad_left, g.pad_right)),
         constant_values=fill,
     )
-    win = sliding_window_view(padded, (g.kernel_height, g.kernel_width), axis=(1, 2))
-    return win[:, :: g.stride_height, :: g.stride_width][:, : g.out_height, : g.out_width]
+    h_end = (g.out_height - 1) * g.stride_height + 1
+    w_end = (g.out_width - 1) * g.stride_width + 1
+    out = None
+    for i in range(g.kernel_height):
+        for j in range(g.kernel_width):
+            tap = padded[..., i : i + h_end : g.stride_height, j : j + w_end : g.stride_width]
+            out = tap.copy() if out is None else reduce(out, tap, out=out)
+    return out
 
 
 def _real_counts(n_out: int, stride: int, pad: int, kernel: int, size: int) -> np.ndarray:
@@ -59,7 +72,7 @@ def _real_counts(n_out: int, stride: int, pad: int, kernel: int, size: int) -> n
 def _average(a: np.ndarray, regs: PdpRegisters) -> np.ndarray:
     g = regs.geometry()
     int8 = regs.input_type is Precision.INT8
-    s = _windows(a, g, 0).sum(axis=(-2, -1))  # <= 64 values of 16 bits: |s| < 2^22
+    s = _pool_taps(a, g, 0, np.add)  # <= 64 values of 16 bits: |s| < 2^22
     rows = _real_counts(g.out_height, g.stride_height, g.pad_top, g.kernel_height, g.height)
     cols = _real_counts(g.out_width, g.stride_width, g.pad_left, g.kernel_width, g.width)
     pad = np.asarray(regs.pad_values(), dtype=np.int64)  # pad[0] = 0: no padding, no term
@@ -75,7 +88,11 @@ def _average(a: np.ndarray, regs: PdpRegisters) -> np.ndarray:
 
 
 def pdp(x, regs: PdpRegisters) -> np.ndarray:
-    """Pool the ``[C, H, W]`` cube ``x`` as ``regs.POOLING_METHOD`` says; ``[C, OH, OW]`` out."""
+    """Pool the ``[C, H, W]`` cube ``x`` as ``regs.POOLING_METHOD`` says; ``[C, OH, OW]`` out.
+
+    A batch ``[N, C, H, W]`` is pooled image by image with the same registers (``[N, C, OH,
+    OW]`` out); the images are independent, so this is the per-image result stacked.
+    """
     a = _check_input(x, regs)
     g = regs.geometry()
     method = regs.method
@@ -85,8 +102,7 @@ def pdp(x, regs: PdpRegisters) -> np.ndarray:
         # Padding is ignored by max/min: pad with a value no input reaches (pads < kernel, so
         # every window holds at least one real value).
         sentinel = -(1 << 40) if method is PoolingMethod.MAX else 1 << 40
-        win = _windows(a, g, sentinel)
-        y = win.max(axis=(-2, -1)) if method is PoolingMethod.MAX else win.min(axis=(-2, -1))
+        y = _pool_taps(a, g, sentinel, np.maximum if method is PoolingMethod.MAX else np.minimum)
     dtype = np.int8 if regs.input_type is Precision.INT8 else np.int16
     return np.asarray(y, dtype=dtype)
 

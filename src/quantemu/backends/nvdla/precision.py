@@ -42,7 +42,7 @@ def _int_array(x, func: str, name: str) -> np.ndarray:
         )
     if a.dtype.kind == "O" or (a.dtype == np.uint64 and a.size and int(a.max()) >= 1 << 63):
         return a.astype(object)
-    return a.astype(np.int64)
+    return a.astype(np.int64, copy=False)  # callers never write into it
 
 
 def _shift_arg(shift, func: str, name: str = "shift") -> int:
@@ -68,6 +68,8 @@ def shr(v, shift: int, bits: int):
     >>> [int(shr(v, 1, 8)) for v in (5, -5, 255, 256, -258, -259)]
     [3, -3, 127, 127, -128, -128]
     """
+    if shift == 0:  # no rounding: skip the shift's copy
+        return saturate(v, bits)
     return saturate(shift_right_round_half_away(v, shift), bits)
 
 
@@ -82,7 +84,11 @@ def shr_flag(v, shift: int, bits: int):
     """
     o = shr(v, shift, bits)
     i = shift_right_floor(v, shift)
-    return o, (i < o - 1) | (i > o + 1)
+    # Same flag, fewer passes: unsaturated, o = round(v / 2^s) is i or i + 1 (no flag, and
+    # lo - 1 <= i <= hi); saturated high, o = hi and i >= hi; saturated low, o = lo and
+    # i <= lo - 1. So "i outside [o - 1, o + 1]" is "i outside [lo - 1, hi + 1]".
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    return o, (i < lo - 1) | (i > hi + 1)
 
 
 def converter(x, *, offset: int, scale: int, shift: int, bits: int):
@@ -102,7 +108,7 @@ def converter(x, *, offset: int, scale: int, shift: int, bits: int):
     a = _int_array(x, "converter", "x")
     if a.dtype != object and (_max_abs(a) + abs(offset)) * abs(scale) >= _INT64_SAFE:
         a = a.astype(object)
-    return shr_flag((a - offset) * scale, shift, bits)
+    return shr_flag((a - offset if offset else a) * scale, shift, bits)
 
 
 def truncate(x, *, lsb: int, bits: int):

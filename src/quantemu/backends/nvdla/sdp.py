@@ -33,6 +33,9 @@ class SdpResult:
     """Output of :func:`sdp`: ``y`` (int16, the 16-bit output word) and the status counters.
 
     Counter names are the page's (§2.2); the LUT counters are 0 when the LUT is inactive.
+    ``final_clamped`` is not a hardware counter: quantemu's count of the elements the final
+    INT8/INT16 clamp changed (which ``OUT_SATURATION`` never counts, §2.5); it is not part of
+    :meth:`counters`.
     """
 
     y: np.ndarray
@@ -43,6 +46,7 @@ class SdpResult:
     LUT_LE_HIT: int
     LUT_LO_HIT: int
     STATUS_UNEQUAL: int
+    final_clamped: int = 0
 
     def counters(self) -> dict[str, int]:
         """The counters by register name."""
@@ -56,8 +60,16 @@ def _checked(a, name: str, bits: int, shape=None) -> np.ndarray:
     if arr.dtype.kind not in "iu":
         raise InvalidInputError(f"sdp: {name} must be an integer array, got dtype {arr.dtype}")
     if shape is not None and arr.shape != shape:
-        raise InvalidInputError(f"sdp: {name} has shape {arr.shape}; X has shape {shape}")
-    arr = arr.astype(np.int64)
+        try:
+            fits = np.broadcast_shapes(arr.shape, shape) == shape
+        except ValueError:
+            fits = False
+        if not fits:
+            raise InvalidInputError(
+                f"sdp: {name} has shape {arr.shape}; X has shape {shape} (an operand must have "
+                "X's shape or broadcast to it)"
+            )
+    arr = arr.astype(np.int64, copy=False)
     lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
     if arr.size and (arr.min() < lo or arr.max() > hi):
         raise InvalidInputError(
@@ -80,13 +92,14 @@ def x_unit(x: np.ndarray, u: XUnit, alu_mem: np.ndarray, mul_mem: np.ndarray) ->
             a = np.minimum(x, op)
         else:
             a = x + op  # SUM (and ALGO 3): exact 33-bit sum, not saturated here
-    m, keep = a, np.zeros(np.shape(a), dtype=bool)
+    m = a
     if not u.mul_bypass:
         k = mul_mem if u.mul_src is OperandSource.MEMORY else np.int64(u.mul_operand)
-        keep = (a >= 0) if u.mul_prelu else keep  # PReLU: non-negative values pass
-        m = np.where(keep, a, a * k)  # |a| <= 2^32, |k| <= 2^15: |a * k| <= 2^47
+        m = a * k  # |a| <= 2^32, |k| <= 2^15: |a * k| <= 2^47
     # The truncate runs even with MUL bypassed; the PReLU pass-through instead WRAPS (quirk).
-    t = np.where(keep, wrap(m, 32), shr(m, u.mul_shift, 32))
+    t = shr(m, u.mul_shift, 32)
+    if not u.mul_bypass and u.mul_prelu:
+        t = np.where(a >= 0, wrap(a, 32), t)  # PReLU: non-negative values pass
     if not u.relu_bypass:
         t = np.maximum(t, 0)
     return t
@@ -135,8 +148,9 @@ def sdp(
     """Run the SDP integer pipeline (§2.6) on the int32 values ``x`` (any shape).
 
     ``operands`` maps ``BS_ALU``, ``BS_MUL``, ``BN_ALU``, ``BN_MUL``, ``EW_ALU``, ``EW_MUL`` to
-    per-element int16 arrays of ``x``'s shape, used where the matching ``*_SRC = 1``; an absent
-    one is all zeros. ``lut_le`` (65) and ``lut_lo`` (257) int16 tables are required when the
+    per-element int16 arrays of ``x``'s shape (or broadcastable to it, e.g. ``(1, C, 1, 1)``
+    for a per-channel operand), used where the matching ``*_SRC = 1``; an absent one is all
+    zeros. ``lut_le`` (65) and ``lut_lo`` (257) int16 tables are required when the
     LUT is active. Returns the int16 output word and the counters.
     """
     xa = _checked(x, "X", 32)
@@ -146,7 +160,7 @@ def sdp(
         raise InvalidInputError(
             f"sdp: unknown operand(s) {', '.join(unknown)}; known: {', '.join(OPERANDS)}"
         )
-    zeros = np.zeros(xa.shape, dtype=np.int64)
+    zeros = np.zeros((), dtype=np.int64)  # broadcasts like a per-element zero operand
     mem = {
         n: _checked(operands[n], n, 16, xa.shape) if operands.get(n) is not None else zeros
         for n in OPERANDS
@@ -173,13 +187,15 @@ def sdp(
     # the final clamp to the output precision is never counted (§2.5).
     t, flag = converter(v, offset=c.offset, scale=c.scale, shift=c.shift, bits=17)
     y = saturate(t, 8 if regs.out_precision is Precision.INT8 else 16)
+    clamped = int(np.count_nonzero(y != t))
     unequal = 0
     if regs.compare_mode:
         y = wrap(v, 16)
-        unequal = int(np.any(y != 0))
+        unequal, clamped = int(np.any(y != 0)), 0
     return SdpResult(
         y=np.asarray(y, dtype=np.int16),
         OUT_SATURATION=int(np.count_nonzero(flag)),
         STATUS_UNEQUAL=unequal,
+        final_clamped=clamped,
         **counts,
     )
