@@ -3,6 +3,11 @@
 Pure functions: int8 arrays + a BSO tensor + frozen parameters in, an
 :class:`~quantemu.backends.xs3.result.OpResult` out. Semantics: ``xs3.md`` sections 5 and 6;
 the accumulation strategy is in :mod:`.accumulation`, the output stage in :mod:`.output_stage`.
+
+Batches: lib_nn takes one ``(X_h, X_w, C_in)`` image. Every convolution here also accepts a
+batch ``(N, X_h, X_w, C_in)`` and returns ``(N, Y_h, Y_w, C_out)``: each image is computed
+exactly as a separate call would (the batch folds into the pixel dimension of the im2col), and
+the counters add up over the batch.
 """
 
 from __future__ import annotations
@@ -35,9 +40,9 @@ def _xmax(x: np.ndarray, zero_point: int = 0) -> int:
 
 def _check_conv_io(x, k, k_ndim: int, params: ConvParams | None, op: str) -> tuple[int, int]:
     """Common checks of X and K; returns ``(C_in, C_out)`` (C_out from K's first axis)."""
-    check_tensor(x, "X", np.int8, 3, op)
+    check_tensor(x, "X", np.int8, (3, 4), op)
     check_tensor(k, "K", np.int8, k_ndim, op)
-    c_in = x.shape[2]
+    c_in = x.shape[-1]
     check_multiple_of_4(c_in, "X_c (input channels)", op)
     c_out = k.shape[0] if op != "conv2d_depthwise" else k.shape[2]
     check_multiple_of_4(c_out, "Y_c (output channels)", op)
@@ -52,8 +57,10 @@ def _check_conv_io(x, k, k_ndim: int, params: ConvParams | None, op: str) -> tup
 
 
 def _finish(accumulated, ch, last: LastStep, options: OutputOptions, shape) -> OpResult:
-    y, counters = bso_stage(accumulated[0], ch, last, options.output_low, options.model)
-    return make_result(y, accumulated, counters, shape)
+    y, counters, y_raw = bso_stage(
+        accumulated[0], ch, last, options.output_low, options.model, raw=True
+    )
+    return make_result(y, accumulated, counters, shape, y_raw)
 
 
 def _windowed(x, weights, bso, params: ConvParams, *, op: str, steps: Steps) -> OpResult:
@@ -61,11 +68,14 @@ def _windowed(x, weights, bso, params: ConvParams, *, op: str, steps: Steps) -> 
     y = params.y_params
     c_out, k_h = weights.shape[0], weights.shape[1]
     ch = unpack_bso(bso, c_out, op=op)
-    n = weights[0].size
-    cols = geometry.patches(x, params, gemm_dtype(n))  # (Y_h, Y_w, K_h, K_w, C_in)
-    cols = cols.reshape(y.height * y.width, k_h, -1)
-    # Every pixel of output row oy shares ROWS(oy).
-    order = np.repeat(geometry.padded_row_order(x.shape[0], params), y.width, axis=0)
+    gemm_dtype(weights[0].size)  # rejects dot products too long for an exact GEMM
+    # int8 values are exact in float32; exact_gemm splits long dot products into float32 chunks.
+    cols = geometry.patches(x, params, np.float32)  # (..., Y_h, Y_w, K_h, K_w, C_in)
+    images = int(np.prod(x.shape[:-3]))  # 1 without a batch axis
+    cols = cols.reshape(images * y.height * y.width, k_h, -1)
+    # Every pixel of output row oy shares ROWS(oy), in every image of the batch.
+    order = np.repeat(geometry.padded_row_order(x.shape[-3], params), y.width, axis=0)
+    order = np.tile(order, (images, 1))
     accumulated = accumulate_conv(
         cols,
         weights.reshape(c_out, k_h, -1),
@@ -75,7 +85,7 @@ def _windowed(x, weights, bso, params: ConvParams, *, op: str, steps: Steps) -> 
         row_order=order,
         xmax=_xmax(x, params.zero_point),
     )
-    shape = (y.height, y.width, c_out)
+    shape = (*x.shape[:-3], y.height, y.width, c_out)
     return _finish(accumulated, ch, LastStep.INT8_WRAPPING, params.options, shape)
 
 
@@ -86,7 +96,8 @@ def conv2d_deep(X: np.ndarray, K: np.ndarray, BSO: np.ndarray, params: ConvParam
     ``(ceil(C_out/16), 7, 16)``. Accumulation (``xs3.md`` 6.1): bias, then for each kernel row
     in ``ROWS(oy)`` order and each column, one saturation per 32-channel chunk (VLMACCR, host and
     device alike). Output: ``CLAMP(RSHR_W(a2, shift2), lo, 127)`` (the host's second rounding
-    add wraps). Returns int8 ``(Y_h, Y_w, C_out)`` in an OpResult.
+    add wraps). Returns int8 ``(Y_h, Y_w, C_out)`` in an OpResult (``(N, Y_h, Y_w, C_out)``
+    for a batch ``X`` of shape ``(N, X_h, X_w, C_in)``, see the module docstring).
     """
     op = "conv2d_deep"
     _check_conv_io(X, K, 4, params, op)
@@ -94,16 +105,16 @@ def conv2d_deep(X: np.ndarray, K: np.ndarray, BSO: np.ndarray, params: ConvParam
     check_shape(
         K,
         "K",
-        (K.shape[0], w.height, w.width, X.shape[2]),
+        (K.shape[0], w.height, w.width, X.shape[-1]),
         "(C_out, window.height, window.width, C_in)",
         op,
     )
-    return _windowed(X, K, BSO, params, op=op, steps=Steps(X.shape[2], VLMACCR_BYTES))
+    return _windowed(X, K, BSO, params, op=op, steps=Steps(X.shape[-1], VLMACCR_BYTES))
 
 
 def _check_shallowin(x, k, params: ConvParams, op: str) -> None:
     """seed 004's constraints plus the page's: C_in in {4,8,16,32}, K_w*C_in <= 32, zero cols."""
-    c_in, w = x.shape[2], params.window
+    c_in, w = x.shape[-1], params.window
     if c_in not in SHALLOWIN_C_IN:
         raise InvalidInputError(
             f"{op}: X_c = {c_in} is not one of 4, 8, 16, 32; whole kernel columns must fill the "
@@ -145,7 +156,7 @@ def conv2d_shallowin(X: np.ndarray, K: np.ndarray, BSO: np.ndarray, params: Conv
     _check_conv_io(X, K, 4, params, op)
     _check_shallowin(X, K, params, op)
     used = np.ascontiguousarray(K[:, :, : params.window.width, :])  # zero columns add nothing
-    row = params.window.width * X.shape[2]
+    row = params.window.width * X.shape[-1]
     return _windowed(X, used, BSO, params, op=op, steps=Steps(row, row))
 
 
@@ -172,7 +183,7 @@ def conv2d_1x1(
         steps=Steps(c_in, 1 if host else VLMACCR_BYTES),
         xmax=_xmax(X),
     )
-    shape = (X.shape[0], X.shape[1], c_out)
+    shape = (*X.shape[:-1], c_out)
     return _finish(accumulated, ch, LastStep.INT8_EXACT, options, shape)
 
 
@@ -188,7 +199,7 @@ def conv2d_depthwise(X: np.ndarray, K: np.ndarray, BSO: np.ndarray, params: Conv
     w, y = params.window, params.y_params
     check_shape(K, "K", (w.height, w.width, c), "(window.height, window.width, C)", op)
     ch = unpack_bso(BSO, c, op=op)
-    cols = geometry.patches(X, params, np.int8).reshape(y.height * y.width, -1, c)
+    cols = geometry.patches(X, params, np.int8).reshape(-1, w.height * w.width, c)
     host = params.options.model is Model.HOST_REFERENCE
     accumulated = accumulate_depthwise(
         cols,
@@ -197,5 +208,5 @@ def conv2d_depthwise(X: np.ndarray, K: np.ndarray, BSO: np.ndarray, params: Conv
         mode=Saturation.WRAP if host else Saturation.STEPWISE,
         xmax=_xmax(X, params.zero_point),
     )
-    shape = (y.height, y.width, c)
+    shape = (*X.shape[:-3], y.height, y.width, c)
     return _finish(accumulated, ch, LastStep.INT8_EXACT, params.options, shape)

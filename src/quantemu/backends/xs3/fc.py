@@ -2,7 +2,9 @@
 fc_deepin_shallowout_16/8 (plain bias, shifts and Q1.14 scales).
 
 Semantics: ``xs3.md`` sections 5, 6.5 and 6.6. Pure functions returning an
-:class:`~quantemu.backends.xs3.result.OpResult`.
+:class:`~quantemu.backends.xs3.result.OpResult`. Each also takes a batch ``X`` of shape
+``(N, C_in)`` and returns ``(N, C_out)``, every row computed exactly as a separate call would
+(counters add up over the batch).
 """
 
 from __future__ import annotations
@@ -22,11 +24,12 @@ LEGACY_MAX_C_OUT = 16  # "shallow out": one group of 16 accumulators
 
 
 def _check_fc(w, x, op: str) -> tuple[int, int]:
-    """W int8 ``(C_out, C_in)`` and X int8 ``(C_in,)`` with C_in % 4 == 0."""
+    """W int8 ``(C_out, C_in)`` and X int8 ``(C_in,)`` or ``(N, C_in)`` with C_in % 4 == 0."""
     check_tensor(w, "W", np.int8, 2, op)
-    check_tensor(x, "X", np.int8, 1, op)
+    check_tensor(x, "X", np.int8, (1, 2), op)
     c_out, c_in = w.shape
-    check_shape(x, "X", (c_in,), f"C_in = {c_in} from W's shape {w.shape}", op)
+    want = (*x.shape[:-1], c_in)
+    check_shape(x, "X", want, f"C_in = {c_in} from W's shape {w.shape}", op)
     check_multiple_of_4(c_in, "C_in", op)
     return c_in, c_out
 
@@ -37,7 +40,7 @@ def _accumulate(w, x, bias, model: Model, host_mode: Saturation):
     host = model is Model.HOST_REFERENCE
     xmax = max(-int(x.min()), int(x.max()))
     return accumulate_conv(
-        x.reshape(1, 1, c_in),
+        x.reshape(-1, 1, c_in),
         w.reshape(c_out, 1, c_in),
         bias,
         mode=host_mode if host else Saturation.STEPWISE,
@@ -50,8 +53,10 @@ def _bso_fc(w, x, bso, options: OutputOptions, *, last: LastStep, op: str) -> Op
     _, c_out = _check_fc(w, x, op)
     ch = unpack_bso(bso, c_out, op=op)
     accumulated = _accumulate(w, x, ch.bias, options.model, Saturation.AT_END)
-    y, counters = bso_stage(accumulated[0], ch, last, options.output_low, options.model)
-    return make_result(y, accumulated, counters, (c_out,))
+    y, counters, y_raw = bso_stage(
+        accumulated[0], ch, last, options.output_low, options.model, raw=True
+    )
+    return make_result(y, accumulated, counters, (*x.shape[:-1], c_out), y_raw)
 
 
 def fully_connected_8(
@@ -108,7 +113,7 @@ def _legacy(tensors: tuple, *, model, out_bits: int, op: str) -> OpResult:
     y, counters = legacy_stage(
         accumulated[0], shifts.astype(np.int64), scales.astype(np.int64), out_bits, model
     )
-    return make_result(y, accumulated, counters, (c_out,))
+    return make_result(y, accumulated, counters, (*x.shape[:-1], c_out))
 
 
 def fc_deepin_shallowout_16(W, B, X, shifts, scales, *, model=Model.HOST_REFERENCE) -> OpResult:

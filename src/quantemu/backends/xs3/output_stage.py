@@ -68,27 +68,56 @@ def rshr_wrapping(v, s):
     """
     v = np.asarray(v, dtype=np.int64)
     s = np.asarray(s, dtype=np.int64)
-    # 2^(s-1) for s >= 1, 0 for s == 0 (1 << -1 is not defined, hence the maximum).
-    half = np.where(s > 0, np.left_shift(1, np.maximum(s - 1, 0)), 0)
-    total = v + half  # |v| <= 2^31, half <= 2^30: fits int64
-    return shift_right_floor(wrap(total, 32), s), total > INT32_MAX
+    total = v + _half(s)  # |v| <= 2^31, half <= 2^30: fits int64
+    return _floor_shift(wrap(total, 32), s), total > INT32_MAX
+
+
+def _half(s: np.ndarray) -> np.ndarray:
+    """``2^(s-1)`` for ``s >= 1``, 0 for ``s == 0`` (1 << -1 is not defined, hence the max)."""
+    return np.where(s > 0, np.left_shift(1, np.maximum(s - 1, 0)), 0)
+
+
+def _floor_shift(v: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """``floor(v / 2^s)`` for int64 ``v`` and shifts ``s`` in 0..31 broadcast along ``v``.
+
+    This is :func:`~quantemu.intmath.shift_right_floor` (NumPy's ``>>`` on int64 is the
+    arithmetic shift, i.e. the floor); done directly so that per-channel shifts of shape
+    ``(C,)`` broadcast inside one ufunc instead of being materialized at the full size of ``v``.
+    Anything else goes through intmath.
+    """
+    if v.dtype == np.int64 and s.dtype == np.int64 and s.ndim <= 1 and np.all((s >= 0) & (s < 63)):
+        return v >> s
+    return shift_right_floor(v, s)
+
+
+def _rshr_bounded(v: np.ndarray, s) -> np.ndarray:
+    """``RSHR(v, s)`` for int64 ``|v| <= 2^62`` (callers prove it: |acc| <= 2^31, |a2| < 2^31):
+    ``floor((v + 2^(s-1)) / 2^s)``, the add exact in int64 (``2^(s-1) <= 2^30``)."""
+    s = np.asarray(s, dtype=np.int64)
+    return _floor_shift(v + _half(s), s)
 
 
 def _rshr_model(v, s, wraps: bool, model: Model):
-    """``RSHR_W`` where the host wraps, ``RSHR`` on the device (VLSAT does not wrap)."""
+    """``RSHR_W`` where the host wraps, ``RSHR`` on the device (VLSAT does not wrap).
+
+    ``v`` is an int32 accumulator or ``a2`` (``|a2| < 2^31``), so :func:`_rshr_bounded` applies.
+    """
     if wraps and model is Model.HOST_REFERENCE:
         return rshr_wrapping(v, s)
-    return rshr(np.asarray(v, dtype=np.int64), s), np.zeros(np.shape(v), dtype=bool)
+    return _rshr_bounded(np.asarray(v, dtype=np.int64), s), np.zeros(np.shape(v), dtype=bool)
 
 
-def bso_stage(acc: np.ndarray, ch: BsoChannels, last: LastStep, low: int, model: Model):
+def bso_stage(
+    acc: np.ndarray, ch: BsoChannels, last: LastStep, low: int, model: Model, *, raw=False
+):
     """Apply the BSO output stage to int32 accumulators ``acc`` (channels on the last axis).
 
     ``r = SAT_16(RSHR_W(acc, shift1))``, ``a2 = r*scale + offset_scale*offset``, then the last
     step of ``last`` with int8 lower bound ``low`` (-128, or -127 with symmetric saturation).
     Returns ``(y, counters)``: ``y`` int8 (int16 for ``INT16_WRAPPING``) and a dict of counts:
     ``shift1_saturated``, ``output_saturated``, ``rounding_wrapped`` (outputs where a rounding
-    add wrapped, host only).
+    add wrapped, host only). With ``raw=True``, ``(y, counters, y_raw)``: ``y_raw`` is the int64
+    value of the last step before its final clamp (which side a saturation struck).
     """
     r_raw, wrapped1 = _rshr_model(acc, ch.shift1, True, model)
     r, n_sat16 = saturate_symmetric_count(r_raw, 16)
@@ -109,7 +138,7 @@ def bso_stage(acc: np.ndarray, ch: BsoChannels, last: LastStep, low: int, model:
         "output_saturated": int(n_out),
         "rounding_wrapped": int(np.count_nonzero(wrapped1 | wrapped2)),
     }
-    return y, counters
+    return (y, counters, y_raw) if raw else (y, counters)
 
 
 def legacy_stage(acc: np.ndarray, shifts, scales, out_bits: int, model: Model):

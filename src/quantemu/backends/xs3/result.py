@@ -19,6 +19,8 @@ class OpResult:
     ``shift1_saturated``: outputs where SAT_16 after the first shift engaged.
     ``output_saturated``: outputs where the final clamp to the output range engaged.
     ``rounding_wrapped``: outputs where an int32 rounding add wrapped (host artifact, ``RSHR_W``).
+    ``y_raw``: for the BSO operators, the int64 output before the final clamp, shaped like ``y``
+    (tells which side a saturation struck); ``None`` for the legacy fc.
     """
 
     y: np.ndarray
@@ -28,6 +30,7 @@ class OpResult:
     shift1_saturated: int
     output_saturated: int
     rounding_wrapped: int
+    y_raw: np.ndarray | None = None
 
     def counters(self) -> dict[str, int]:
         """Every counter by name (for reports)."""
@@ -45,8 +48,9 @@ def make_result(
     accumulated: tuple[np.ndarray, np.ndarray, np.ndarray],
     counters: dict[str, int],
     shape: tuple[int, ...],
+    y_raw: np.ndarray | None = None,
 ) -> OpResult:
-    """Assemble an :class:`OpResult`, reshaping ``y`` and ``acc`` to the output ``shape``.
+    """Assemble an :class:`OpResult`, reshaping ``y``, ``acc`` (and ``y_raw``) to ``shape``.
 
     ``accumulated`` is ``(acc, saturated, wrapped)`` as the accumulation functions return it.
     """
@@ -57,4 +61,5 @@ def make_result(
         acc_saturated=int(np.count_nonzero(saturated)),
         acc_wrapped=int(np.count_nonzero(wrapped)),
         **counters,
+        y_raw=None if y_raw is None else y_raw.reshape(shape),
     )

@@ -11,8 +11,11 @@ import numpy as np
 from quantemu.errors import InvalidInputError
 
 
-def check_tensor(arr, name: str, dtype, ndim: int, op: str) -> np.ndarray:
-    """``arr`` must be a NumPy array of exactly ``dtype`` with ``ndim`` dimensions."""
+def check_tensor(arr, name: str, dtype, ndim: int | tuple[int, int], op: str) -> np.ndarray:
+    """``arr`` must be a NumPy array of exactly ``dtype`` with ``ndim`` dimensions.
+
+    ``ndim`` may be a pair ``(n, n + 1)``: the operator also takes a leading batch axis.
+    """
     dtype = np.dtype(dtype)
     if not isinstance(arr, np.ndarray):
         raise InvalidInputError(
@@ -23,8 +26,12 @@ def check_tensor(arr, name: str, dtype, ndim: int, op: str) -> np.ndarray:
             f"{op}: {name} must have dtype {dtype}, got {arr.dtype}; lib_nn reads {name} as "
             f"{dtype}: check the values fit and convert with .astype(np.{dtype})"
         )
-    if arr.ndim != ndim:
-        raise InvalidInputError(f"{op}: {name} must have {ndim} dimensions, got shape {arr.shape}")
+    allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+    if arr.ndim not in allowed:
+        batch = f"; {allowed[1]} with a leading batch axis" if len(allowed) > 1 else ""
+        raise InvalidInputError(
+            f"{op}: {name} must have {allowed[0]} dimensions, got shape {arr.shape}{batch}"
+        )
     if 0 in arr.shape:
         raise InvalidInputError(f"{op}: {name} has an empty dimension, shape {arr.shape}")
     return arr
