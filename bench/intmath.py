@@ -108,8 +108,10 @@ def main(argv=None) -> int:
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--shift", type=int, default=7)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--only", default="", help="run the primitives whose name contains this")
     args = parser.parse_args(argv)
     cases, context = _cases(args.size, args.shift, args.seed)
+    cases = [case for case in cases if args.only in case[0]]
     print(
         f"quantemu.intmath, {args.size} elements, best of {args.repeat}, ratio = baseline time "
         f"/ primitive time (target >= {TARGET})"

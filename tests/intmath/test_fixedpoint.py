@@ -143,3 +143,37 @@ def test_rounding_divide_by_pot_is_half_away(x, e):
 def test_rounding_divide_by_pot_negative_exponent():
     with pytest.raises(InvalidInputError, match=r"rounding_divide_by_pot: shift must be >= 0"):
         fixedpoint.rounding_divide_by_pot(5, -1)
+
+
+@pytest.mark.parametrize("name", MULTIPLIES)
+def test_multiply_narrow_operands_broadcast(name):
+    """Narrow operands of different shapes: the product widens the wider one only when it has
+    the result's shape (else one mixed multiply); 0-d arrays; uint32 by int8."""
+    a = np.array([[-(2**31)], [2**31 - 1], [-3]], dtype=np.int32)  # (3, 1)
+    b = np.array([-(2**15), 2**15 - 1, 5, -1], dtype=np.int16)  # (4,)
+    u = np.array([0, 1, 2**32 - 1, 2**31], dtype=np.uint32)
+    cases = (
+        (a, b),
+        (b, a),
+        (a, np.int16(7)),
+        (np.array(-5, dtype=np.int32), b),
+        (u, b.view(np.int8)[::2]),
+    )
+    for x, y in cases:
+        got = getattr(fixedpoint, name)(x, y, 3)
+        assert got.dtype == np.int64
+        assert got.tolist() == apply_reference(getattr(reference, name), x, y, 3)
+
+
+@pytest.mark.parametrize("name", MULTIPLIES)
+def test_multiply_long_narrow_arrays(name):
+    """int32 * int16 past one block of the in-place rounding, shifts with and without ties."""
+    n = 2**17 + 3
+    rng = np.random.default_rng(1)
+    a = rng.integers(INT32_MIN, INT32_MAX + 1, n, dtype=np.int64).astype(np.int32)
+    b = rng.integers(-(2**15), 2**15, n, dtype=np.int64).astype(np.int16)
+    a[:4], b[:4] = [INT32_MIN, INT32_MIN, INT32_MAX, -3], [-(2**15), 2**15 - 1, -(2**15), 1]
+    ref = getattr(reference, name)
+    for s in (1, 14):
+        got = getattr(fixedpoint, name)(a, b, s)
+        assert got.tolist() == [ref(x, y, s) for x, y in zip(a.tolist(), b.tolist(), strict=True)]

@@ -46,7 +46,7 @@ def _special(dtype) -> list[float]:
         float(np.finfo(dtype).max),
         float(np.finfo(dtype).smallest_subnormal),
     ]
-    for e in (0, 1, 7, 8, 15, 16, 23, 24, 30, 31, 32, 52, 53, 62, 63, 64):
+    for e in (0, 1, 7, 8, 15, 16, 21, 22, 23, 24, 30, 31, 32, 52, 53, 62, 63, 64):
         for v in (2.0**e, 2.0**e + 0.5, 2.0**e + 1, 2.0**e - 1, 2.0**e - 0.5):
             vals += _near(-v, dtype)
             vals += _near(v, dtype)
@@ -66,7 +66,9 @@ def float64_values() -> st.SearchStrategy[float]:
     return st.one_of(st.sampled_from(_special(np.float64)), ties, st.floats(allow_nan=False))
 
 
-WIDTHS = st.sampled_from([1, 2, 7, 8, 9, 15, 16, 17, 24, 25, 31, 32, 33, 53, 54, 62, 63, 64])
+WIDTHS = st.sampled_from(
+    [1, 2, 7, 8, 9, 15, 16, 17, 21, 22, 23, 24, 25, 31, 32, 33, 53, 54, 62, 63, 64]
+)
 
 
 # --- float32, round half to even, saturate ------------------------------------------------------
@@ -117,6 +119,26 @@ def test_f32_hand_examples():
     assert f(nan, 32, nan=NanPolicy.X86_INDEFINITE).tolist() == [-(2**31), 1]
 
 
+@pytest.mark.parametrize("bits", [1, 8, 21, 22, 23, 24])
+@pytest.mark.parametrize("signed", [True, False])
+def test_f32_binary32_rounding_path_edges(bits, signed):
+    """Widths whose range lies within ``±2**22`` round by one float32 addition and saturate in
+    float32 with no range scan: values around ``±2**22`` (where that addition stops being exact)
+    and ``±2**23``, ties, the rails, infinities, and NaN under the x86 rule."""
+    lo, hi = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if signed else (0, 2**bits - 1)
+    vals = [lo - 1, lo - 0.5, lo, lo + 0.5, hi - 0.5, hi, hi + 0.5, hi + 1, INF, -INF, 0.0, -0.0]
+    for e in (22, 23, 24):
+        for v in (2.0**e, 2.0**e + 0.5, 2.0**e + 1, 2.0**e + 1.5, 2.0**e - 0.5, 2.0**e - 1.5):
+            vals += [v, -v]
+    x = np.array([_f32(v) for v in vals] + [np.nan], dtype=np.float32)
+    ref = getattr(reference, F32)
+    kw = {"signed": signed, "nan": NanPolicy.X86_INDEFINITE}
+    assert getattr(floatconv, F32)(x, bits, **kw).tolist() == [ref(float(v), bits, **kw) for v in x]
+    assert getattr(floatconv, F32)(x[:-1], bits, signed=signed).tolist() == [
+        ref(float(v), bits, signed=signed) for v in x[:-1]
+    ]
+
+
 def test_f32_accepts_exact_float64_and_float16():
     f = getattr(floatconv, F32)
     assert f(np.array([0.5, 2.0**100, np.nan]), 8, nan=NanPolicy.X86_INDEFINITE).tolist() == [
@@ -156,7 +178,7 @@ def test_f32_errors(x, kwargs, match):
         getattr(floatconv, F32)(x, **kwargs)
 
 
-@pytest.mark.parametrize("bits", [1, 2, 8, 16, 24, 25, 31, 32, 33])
+@pytest.mark.parametrize("bits", [1, 2, 8, 16, 22, 23, 24, 25, 31, 32, 33])
 @pytest.mark.parametrize("signed", [True, False])
 def test_single_values_at_each_rail(bits, signed):
     """One value per call, so min/max-based fast-path decisions see exactly this value."""

@@ -296,3 +296,57 @@ def test_results_are_int64_or_python_int():
         == object
     )
     assert rounding.shift_right_round_half_up(np.zeros((2, 0), dtype=np.int64), 3).shape == (2, 0)
+
+
+# --- the binary64 path of half_even and the block-wise in-place paths --------------------------
+
+SPAN = 2**51  # the binary64 path of half_even takes int64 arrays with -2**51 <= x < 2**51
+
+
+@pytest.mark.parametrize("s", [1, 2, 7, 14, 31, 50, 51, 52, 62])
+def test_half_even_binary64_bound(s):
+    """Arrays inside the binary64 path's bound, and with one value beyond it (the integer path):
+    min and max decide, so each side is checked alone and mixed with the other."""
+    fn, ref = _pair("shift_right_round_half_even")
+    h = 2 ** (s - 1)
+    near = [-SPAN, -SPAN + 1, SPAN - 1, SPAN - h, -SPAN + h, h, -h, 3 * h, -3 * h, 0, 1, -1]
+    inside = [v for v in near if -SPAN <= v < SPAN]
+    outside = [-SPAN - 1, SPAN, SPAN + h, INT64_MAX, INT64_MIN]
+    for xs in (inside, *([*inside, v] for v in outside), *([v] for v in inside + outside)):
+        assert fn(np.array(xs, dtype=np.int64), s).tolist() == [ref(v, s) for v in xs], (s, xs)
+
+
+@given(data=st.data())
+def test_half_even_ties_near_binary64_bound(data):
+    """Ties and their neighbours ``q * 2**s + r`` close to ``±2**51``, one shift per array."""
+    s = data.draw(st.integers(1, 53))
+    edge = SPAN >> s if s < 51 else 1
+    q = st.integers(-edge - 2, edge + 2) | st.integers(-2, 2)
+    half = 2 ** (s - 1)
+    r = st.sampled_from(sorted({0, 1, half - 1, half, half + 1, 2**s - 1}))
+    xs = data.draw(st.lists(st.builds(lambda a, b: a * 2**s + b, q, r), min_size=1, max_size=9))
+    fn, ref = _pair("shift_right_round_half_even")
+    assert fn(np.array(xs, dtype=np.int64), s).tolist() == [ref(v, s) for v in xs]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_narrow_input_rounded_in_place_across_blocks(name):
+    """An int32 array is widened into a copy that each rule rounds in place (half_away and
+    toward_zero block by block): a length past one block, rails and ties at the block edge."""
+    fn, ref = _pair(name)
+    n = rounding._BLOCK + 5
+    x = np.random.default_rng(0).integers(-(2**31), 2**31, n, dtype=np.int64).astype(np.int32)
+    edge = rounding._BLOCK
+    x[edge - 3 : edge + 3] = [-(2**31), 2**31 - 1, -64, 64, -65, 63]  # ties of s = 7 included
+    for s in (1, 7, 31):
+        assert fn(x, s).tolist() == [ref(v, s) for v in x.tolist()], s
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_narrow_input_layouts(name):
+    """The in-place paths on 2-D C and Fortran-ordered and on strided narrow arrays."""
+    fn, ref = _pair(name)
+    base = np.arange(-12, 12, dtype=np.int16).reshape(4, 6) * 1001
+    for x in (base, np.asfortranarray(base), base[:, ::2], base.T):
+        want = [[ref(int(v), 3) for v in row] for row in x.tolist()]
+        assert fn(x, 3).tolist() == want

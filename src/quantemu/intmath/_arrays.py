@@ -61,6 +61,18 @@ def as_int_operand(x, *, func: str, name: str) -> tuple[np.ndarray, bool]:
     raise _reject(func, name, f"an array of dtype {arr.dtype}")
 
 
+def dtype_bound(x) -> int | None:
+    """``max |v|`` over the dtype of a NumPy integer array of 32 bits or fewer, else None.
+
+    A bound proved by the dtype alone (no scan). For such ``x``, :func:`as_int_operand` returns a
+    fresh int64 copy (the dtype changes), which the caller may overwrite.
+    """
+    if isinstance(x, np.ndarray) and x.dtype.kind in "iu" and x.dtype.itemsize <= 4:
+        info = np.iinfo(x.dtype)
+        return max(-int(info.min), int(info.max))
+    return None
+
+
 def as_result(arr: np.ndarray, is_scalar: bool):
     """Python int for a scalar call, the array otherwise."""
     if is_scalar:

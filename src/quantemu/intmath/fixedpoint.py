@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from quantemu.errors import InvalidInputError
-from quantemu.intmath._arrays import INT64_MAX, INT64_MIN, as_int_operand, as_result
+from quantemu.intmath._arrays import INT64_MAX, INT64_MIN, as_int_operand, as_result, dtype_bound
 from quantemu.intmath.policies import NegativeShift
 from quantemu.intmath.rounding import HALF_AWAY, HALF_UP, bad_summary, shift_right
 
@@ -28,14 +28,33 @@ def _operand(x, name: str, func: str) -> tuple[np.ndarray, bool, int]:
     """``(array, is_scalar, bound of |x|)``.
 
     Integer arrays of 32 bits or fewer are used as they are, with the bound of their dtype: no
-    scan, and no full-size int64 copy (the product casts them chunk by chunk).
+    scan, and no full-size int64 copy of their own (see :func:`_product`).
     """
-    if isinstance(x, np.ndarray) and x.dtype.kind in "iu" and x.dtype.itemsize <= 4:
-        info = np.iinfo(x.dtype)
-        return x, False, max(-int(info.min), int(info.max))
+    bound = dtype_bound(x)
+    if bound is not None:
+        return x, False, bound
     arr, scalar = as_int_operand(x, func=func, name=name)
     bound = max(-int(arr.min()), int(arr.max())) if arr.size else 0
     return arr, scalar, bound
+
+
+def _product(aa: np.ndarray, bb: np.ndarray) -> np.ndarray:
+    """``aa * bb`` in one fresh int64 array; the caller has proved ``|aa * bb| <= 2**63 - 1``.
+
+    With a narrow operand, widening the wider one and multiplying in place by the other is
+    faster than ``np.multiply(aa, bb, dtype=np.int64)``, whose casts of both operands go through
+    small buffers. The widening is exact and, as the product does not overflow, so is the
+    in-place multiply (its int64 loop casts the narrow operand exactly).
+    """
+    if aa.dtype == bb.dtype == np.int64 or aa.ndim == 0 or bb.ndim == 0:
+        return np.asarray(np.multiply(aa, bb, dtype=np.int64))
+    wide, narrow = (aa, bb) if aa.dtype.itemsize >= bb.dtype.itemsize else (bb, aa)
+    shape = np.broadcast_shapes(aa.shape, bb.shape)
+    if wide.shape != shape:
+        return np.asarray(np.multiply(aa, bb, dtype=np.int64))
+    p = wide.astype(np.int64)  # astype copies by default: p is ours to overwrite
+    p *= narrow
+    return p
 
 
 def _multiply_shift(a, b, shift, rule: str, func: str):
@@ -44,11 +63,10 @@ def _multiply_shift(a, b, shift, rule: str, func: str):
     bound = a_bound * b_bound
     narrow = object not in (aa.dtype, bb.dtype)
     if narrow and bound <= INT64_MAX:
-        p = np.asarray(np.multiply(aa, bb, dtype=np.int64))  # |a * b| <= bound <= 2**63 - 1
-        known_max = bound
+        p = _product(aa, bb)  # |a * b| <= bound <= 2**63 - 1
     else:
         p = np.asarray(aa.astype(object) * bb.astype(object), dtype=object)  # exact
-        known_max = None
+        bound = None
     y = shift_right(
         p,
         a_scalar and b_scalar,
@@ -57,7 +75,7 @@ def _multiply_shift(a, b, shift, rule: str, func: str):
         negative=NegativeShift.ERROR,
         bits=None,
         func=func,
-        known_max=known_max,
+        bound=bound,
         owned=True,
         remedy="this multiply only shifts right; use shift_left_saturate or multiply by 2**k",
     )
@@ -181,6 +199,7 @@ def rounding_divide_by_pot(x, exponent):
     func = "rounding_divide_by_pot"
     xa, scalar = as_int_operand(x, func=func, name="x")
     remedy = "gemmlowp's exponent is a right shift; for a left shift use shift_left_saturate"
+    bound = dtype_bound(x)  # int32 input: no scan, and its int64 copy takes the result
     return shift_right(
         xa,
         scalar,
@@ -189,5 +208,7 @@ def rounding_divide_by_pot(x, exponent):
         negative=NegativeShift.ERROR,
         bits=None,
         func=func,
+        bound=bound,
+        owned=bound is not None,
         remedy=remedy,
     )

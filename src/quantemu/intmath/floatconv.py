@@ -7,11 +7,15 @@ wrong) and converted. Results are int64 arrays, or Python ints for scalar calls.
 
 Speed (principle 8): NumPy's float-to-int64 cast is scalar code, its float-to-int32 cast is
 vectorised; when one min/max shows the results fit int32 they go through int32 (exact: the
-values are integral floats in range), otherwise through the int64 cast.
+values are integral floats in range), otherwise through the int64 cast. float32 widths whose
+range lies within ``±2**22`` (int8, int16, ...) round and saturate in float32 and read the
+integer from the bits (:func:`_rne_saturate_small`), with no range scan; the one ``min`` scan
+that finds NaN also serves the range decisions of the other paths.
 """
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -138,28 +142,62 @@ def float32_to_int_round_half_even_saturate(x, bits: int, *, signed=True, nan=Na
             "use bits <= 32 or NanPolicy.ERROR"
         )
     xa, scalar = _float_operand(x, func, np.float32)
-    if xa.size and np.isnan(xa.min()):
-        if nan is NanPolicy.ERROR:
-            raise _nan_count_error(
-                func, xa, "pass nan=NanPolicy.X86_INDEFINITE for the x86 rule, or clean the data"
-            )
-        xa = np.where(np.isnan(xa), np.float32(lo), xa)  # lo is 0 or -2**k: exact in float32
-    rmin, rmax = _extremes(xa, np.rint)
-    if rmin >= -(2.0**31) and rmax < 2.0**31:
-        out = np.empty(xa.shape, dtype=np.int32)
-        np.rint(xa, out=out, casting="unsafe")  # integral float32 within int32: exact cast
-        y = _clip_int32(out, lo, hi, rmin, rmax).astype(np.int64)
+    xa, xmin = _f32_nan_policy(xa, lo, nan, func)
+    if lo >= -(2**22) and hi < 2**22:
+        y = _rne_saturate_small(xa, lo, hi)
     else:
-        y = _saturate_integral(np.asarray(np.rint(xa)), lo, hi)
+        y = _rne_saturate_wide(xa, lo, hi, xmin)
     return int(y[()]) if scalar else y
 
 
-def _extremes(xa: np.ndarray, rounded) -> tuple[float, float]:
-    """``min`` and ``max`` of ``rounded(xa)`` (no NaN in ``xa``) from one min and one max of
-    ``xa``: ``rounded`` is non-decreasing."""
-    if xa.size == 0:
-        return 0.0, 0.0
-    return float(rounded(xa.min())), float(rounded(xa.max()))
+def _f32_nan_policy(xa: np.ndarray, lo: int, nan: NanPolicy, func: str):
+    """``(xa, min(xa))`` with the NaN policy applied; one ``min`` scan finds NaN (it propagates
+    through ``min``), and the minimum is reused for the range decisions."""
+    xmin = float(xa.min()) if xa.size else 0.0
+    if not math.isnan(xmin):
+        return xa, xmin
+    if nan is NanPolicy.ERROR:
+        raise _nan_count_error(
+            func, xa, "pass nan=NanPolicy.X86_INDEFINITE for the x86 rule, or clean the data"
+        )
+    xa = np.where(np.isnan(xa), np.float32(lo), xa)  # lo is 0 or -2**k: exact in float32
+    return xa, float(xa.min())
+
+
+# 1.5 * 2**23 and its binary32 encoding: from 2**23 to 2**24 binary32 values are the integers.
+_F32_MAGIC = np.float32(1.5 * 2**23)
+_F32_MAGIC_BITS = np.int32(0x4B400000)
+
+
+def _rne_saturate_small(xa: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """``clamp(rne(x), lo, hi)`` for float32 ``x`` without NaN, when ``-2**22 <= lo`` and
+    ``hi < 2**22``: one float32 addition rounds, a float32 clip saturates, no range scan.
+
+    Exact. Let ``M = 1.5 * 2**23`` and ``t = fl32(x + M)``. For ``|x| <= 2**22`` the exact sum
+    lies in ``[2**23, 2**24]``, where binary32 values are the integers: the addition (IEEE round
+    to nearest even, NumPy's default) gives ``M + rne(x)`` (``M`` is even, so ties stay even).
+    For ``x > 2**22``, ``t >= M + 2**22 > M + hi`` because ``fl32`` is non-decreasing; likewise
+    ``x < -2**22`` gives ``t <= M - 2**22 <= M + lo``; ``±inf`` stay ``±inf``. So clipping ``t``
+    to ``[M + lo, M + hi]`` (exact integers of the binade) gives ``M + clamp(rne(x), lo, hi)``
+    in every case. In ``[2**23, 2**24)`` the encoding is ``bits(v) = bits(2**23) + (v - 2**23)``,
+    hence ``bits(t) - bits(M) = clamp(rne(x), lo, hi)``, in int32 without overflow.
+    """
+    t = np.add(xa, _F32_MAGIC, out=np.empty(xa.shape, dtype=np.float32))
+    np.clip(t, np.float32(_F32_MAGIC + lo), np.float32(_F32_MAGIC + hi), out=t)
+    k = t.view(np.int32)
+    k -= _F32_MAGIC_BITS
+    return k.astype(np.int64)
+
+
+def _rne_saturate_wide(xa: np.ndarray, lo: int, hi: int, xmin: float) -> np.ndarray:
+    """``clamp(rne(x), lo, hi)`` for float32 ``x`` without NaN (``xmin = min(x)``), any range."""
+    rmin = float(np.rint(np.float32(xmin)))
+    rmax = float(np.rint(xa.max())) if xa.size else 0.0  # rint is non-decreasing
+    if rmin >= -(2.0**31) and rmax < 2.0**31:
+        out = np.empty(xa.shape, dtype=np.int32)
+        np.rint(xa, out=out, casting="unsafe")  # integral float32 within int32: exact cast
+        return _clip_int32(out, lo, hi, rmin, rmax).astype(np.int64)
+    return _saturate_integral(np.asarray(np.rint(xa)), lo, hi)
 
 
 def _clip_int32(out: np.ndarray, lo: int, hi: int, rmin: float, rmax: float) -> np.ndarray:
@@ -214,7 +252,8 @@ def float64_to_int_round_half_away_add_truncate(x, *, bits: int = 64):
     func = "float64_to_int_round_half_away_add_truncate"
     lo, hi = _range(True, bits, func)
     xa, scalar = _float_operand(x, func, np.float64)
-    if xa.size and np.isnan(xa.min()):
+    xmin = float(xa.min()) if xa.size else 0.0  # NaN propagates: one scan finds it
+    if math.isnan(xmin):
         raise _nan_count_error(func, xa, "the NVDLA model has no NaN rule: clean the data first")
     # t = x + (x >= 0 ? +0.5 : -0.5), the half's sign taken from x's sign bit (-0.0 gets -0.5,
     # C gives it +0.5: both truncate to 0). One buffer holds t and, at the end, the result.
@@ -223,7 +262,9 @@ def float64_to_int_round_half_away_add_truncate(x, *, bits: int = 64):
     np.bitwise_and(xa.view(np.int64), _SIGN_BIT, out=bits_t)
     bits_t |= _HALF_BITS
     t += xa  # the rounded binary64 add the C model performs
-    tmin, tmax = _extremes(xa, _add_half_truncate)
+    # The C model is non-decreasing in x: its extremes come from those of x.
+    tmin = _add_half_truncate(xmin)
+    tmax = _add_half_truncate(xa.max()) if xa.size else 0.0
     if tmin >= -(2.0**31) and tmax < 2.0**31:
         i32 = _clip_int32(t.astype(np.int32), lo, hi, tmin, tmax)  # C truncation toward zero
         np.copyto(bits_t, i32)  # widen into t's buffer (t is no longer needed)

@@ -9,7 +9,10 @@ How it stays exact and fast (DESIGN principles 1 and 8). The general path works 
 quotient ``q = x >> s`` and the remainder ``r = x & (2**s - 1)``; it never adds to ``x`` and so
 cannot overflow. For int64 arrays with one shift in ``[1, 62]`` a faster path adds a rounding
 bias ``c`` and shifts once, ``(x + c) >> s``, after one ``max`` shows ``max(x) + c <= 2**63 - 1``
-(every bias is ``>= 0``, so the low side cannot overflow).
+(every bias is ``>= 0``, so the low side cannot overflow). Half to even on ``|x| < 2**51`` rounds
+instead by one binary64 addition of a "magic" constant, exact as proved in
+:func:`_half_even_binary64`. Each pass over the data costs about as much as the arithmetic, so
+the paths count passes and avoid a second full-size temporary.
 
 Negative shifts follow :class:`~quantemu.intmath.policies.NegativeShift`.
 """
@@ -19,7 +22,14 @@ from __future__ import annotations
 import numpy as np
 
 from quantemu.errors import InvalidInputError
-from quantemu.intmath._arrays import INT64_MAX, INT64_MIN, as_int_operand, as_result, check_bits
+from quantemu.intmath._arrays import (
+    INT64_MAX,
+    INT64_MIN,
+    as_int_operand,
+    as_result,
+    check_bits,
+    dtype_bound,
+)
 from quantemu.intmath.policies import NegativeShift
 
 __all__ = [
@@ -101,51 +111,134 @@ def _huge_int64(x: np.ndarray, s, rule: str):
     return np.zeros(np.broadcast(x, s).shape, dtype=np.int64)
 
 
-def _fast_int64(x: np.ndarray, s: int, rule: str, known_max: int | None, owned: bool):
+def _fast_int64(x: np.ndarray, s: int, rule: str, xmax: int | None, owned: bool):
     """``(x + c) >> s`` with a non-negative bias ``c``, or None when ``max(x) + c`` could overflow.
 
     For ``1 <= s <= 62``. With ``x = q * 2**s + r``, ``0 <= r < 2**s``, and ``h = 2**(s-1)``:
     half_up ``c = h`` (carries iff ``r >= h``); half_down ``c = h - 1`` (iff ``r > h``);
     half_away ``c = h - [x < 0]``; half_even ``c = h - 1 + (q & 1)``;
     toward_zero ``c = (2**s - 1) * [x < 0]`` (for ``x < 0``, ``x + c < 2**s - 1``: never overflows).
-    ``owned``: ``x`` is a temporary of the caller and may be overwritten (saves an allocation,
-    which on Linux can cost more than the arithmetic: freshly mapped pages fault in).
+    ``xmax``: a proven upper bound of ``x`` (skips the ``max`` scan). ``owned``: ``x`` is a
+    temporary of the caller and may be overwritten (saves an allocation, which on Linux can cost
+    more than the arithmetic: freshly mapped pages fault in).
     """
     half = 1 << (s - 1)
-    if rule == TOWARD_ZERO:
-        y = x >> 63  # -1 where x < 0, else 0
-        y &= (1 << s) - 1
-        y += x
-        y >>= s
-        return y
-    xmax = known_max if known_max is not None else (int(x.max()) if x.size else 0)
-    if xmax > INT64_MAX - half:
-        return None
-    if owned and rule in (HALF_UP, HALF_DOWN, HALF_AWAY):
-        neg = x < 0 if rule == HALF_AWAY else None
-        x += half if rule != HALF_DOWN else half - 1
-        if neg is not None:
-            x -= neg
+    if rule != TOWARD_ZERO:
+        if xmax is None:
+            xmax = int(x.max()) if x.size else 0
+        if xmax > INT64_MAX - half:
+            return None
+    if owned and rule in (HALF_UP, HALF_DOWN):
+        x += half if rule == HALF_UP else half - 1
         x >>= s
         return x
+    if owned and rule in (HALF_AWAY, TOWARD_ZERO):
+        y = _sign_rule_in_place(x, s, rule)
+        if y is not None:
+            return y
     if rule == HALF_UP:
         y = x + half
     elif rule == HALF_DOWN:
         y = x + (half - 1)
-    elif rule == HALF_AWAY:
-        y = x >> 63
-        y += half
-        y += x
-    else:  # HALF_EVEN
+    elif rule == HALF_EVEN:
         y = x >> s
         y &= 1
         y += half - 1
+        y += x
+    else:
+        y = x >> 63  # -1 where x < 0, else 0
+        if rule == HALF_AWAY:
+            y += half
+        else:
+            y &= (1 << s) - 1
         y += x
     y >>= s
     return y
 
 
-def _right_scalar(x: np.ndarray, s: int, rule: str, known_max=None, owned=False):
+_BLOCK = 1 << 17  # elements per block of the in-place paths: 1 MiB of int64
+
+
+def _sign_rule_in_place(x: np.ndarray, s: int, rule: str) -> np.ndarray | None:
+    """half_away or toward_zero of an owned int64 ``x`` (overflow already excluded), in place.
+
+    The sign-dependent bias of :func:`_fast_int64` needs a temporary: one block-sized buffer is
+    reused, so no second full-size array is live (two live full-size temporaries can make the
+    allocator map fresh pages on every call, which costs more than the arithmetic). Biases and
+    bounds are those of :func:`_fast_int64`. None when ``x`` has no flat view (then the caller
+    allocates).
+    """
+    flat = x.ravel(order="K")
+    if not np.may_share_memory(flat, x):
+        return None
+    half, mask = 1 << (s - 1), (1 << s) - 1
+    tmp = np.empty(min(flat.size, _BLOCK), dtype=np.int64)
+    for i in range(0, flat.size, _BLOCK):
+        xb = flat[i : i + _BLOCK]
+        tb = tmp[: xb.size]
+        np.right_shift(xb, 63, out=tb)  # -1 where x < 0, else 0
+        if rule == HALF_AWAY:
+            tb += half  # c = h - [x < 0]
+        else:
+            tb &= mask  # c = (2**s - 1) * [x < 0]
+        xb += tb
+        xb >>= s
+    return x
+
+
+# Round half to even through binary64: A = 1.5 * 2**52 and its encoding.
+_A = 1.5 * 2.0**52
+_A_BITS = np.int64(0x4338000000000000)
+_EVEN_SPAN = 2**51  # the path takes int64 x in [-2**51, 2**51)
+_EVEN_MAX_SHIFT = 51
+
+
+def _half_even_binary64(x: np.ndarray, s: int, owned: bool) -> np.ndarray:
+    """``rne(x / 2**s)`` by one binary64 addition: three passes instead of five.
+
+    For int64 ``x`` in ``[-2**51, 2**51)`` and ``1 <= s <= 51`` (the caller checks). Exact:
+
+    1. ``t = x + bits(A)`` in int64 (``0 < bits(A) - 2**51 <= t < bits(A) + 2**51 < 2**63``: no
+       overflow). ``bits(A)`` has significand field ``2**51``, so ``t`` has field
+       ``x + 2**51`` in ``[0, 2**52)`` and A's exponent: read as binary64, ``t`` is ``A + x``.
+    2. ``+= C`` in binary64, ``C = M - A`` with ``M = 1.5 * 2**(52+s)``: ``C = 3 * (2**s - 1) *
+       2**51`` has ``s + 2 <= 53`` significant bits, so it is exact, and the addition rounds the
+       exact sum ``x + M`` once, to nearest with ties to even (IEEE 754's default, which NumPy
+       never changes). ``x + M`` lies strictly inside ``[2**(52+s), 2**(53+s))``, where binary64
+       values are the multiples of ``2**s``: the sum becomes ``k * 2**s`` with
+       ``k = rne(x / 2**s + 1.5 * 2**52) = rne(x / 2**s) + 1.5 * 2**52`` (the shift by an even
+       integer keeps ties even; the significand's parity is ``k``'s, as ``2**52`` is even).
+    3. In that binade the encoding is affine with step ``2**s``, so ``bits(k * 2**s) - bits(M)
+       = k - 1.5 * 2**52 = rne(x / 2**s)``, and the int64 subtraction of two positive int64
+       encodings cannot overflow.
+    """
+    m = 1.5 * 2.0 ** (52 + s)
+    t = np.add(x, _A_BITS, out=x if owned else None)
+    f = t.view(np.float64)
+    f += m - _A
+    t -= np.float64(m).view(np.int64)
+    return t
+
+
+def _half_even(x: np.ndarray, s: int, bound: int | None, owned: bool):
+    """int64 ``rne(x / 2**s)`` for ``1 <= s <= 62``, or None when the biased add could overflow.
+
+    The binary64 path needs ``-2**51 <= x < 2**51``: from ``bound`` (a proven bound of ``|x|``)
+    or one ``min`` and one ``max`` scan; other values take the integer path of
+    :func:`_fast_int64`, which reuses the ``max``.
+    """
+    if bound is not None:
+        xmin, xmax = -bound, bound
+    elif x.size:
+        xmin, xmax = int(x.min()), int(x.max())
+    else:
+        xmin = xmax = 0
+    if s <= _EVEN_MAX_SHIFT and x.ndim and xmin >= -_EVEN_SPAN and xmax < _EVEN_SPAN:
+        return _half_even_binary64(x, s, owned)
+    return _fast_int64(x, s, HALF_EVEN, xmax, owned)
+
+
+def _right_scalar(x: np.ndarray, s: int, rule: str, bound=None, owned=False):
     """Rounding right shift of ``x`` (int64 or object) by one ``s >= 0``."""
     if s == 0:
         return x.copy()
@@ -157,7 +250,11 @@ def _right_scalar(x: np.ndarray, s: int, rule: str, known_max=None, owned=False)
         return _huge_int64(x, s, rule)
     if s == 63:
         return _round_from_floor(x, s, rule)
-    y = _fast_int64(x, s, rule, known_max, owned and x.ndim > 0)
+    owned = owned and x.ndim > 0
+    if rule == HALF_EVEN:
+        y = _half_even(x, s, bound, owned)
+    else:
+        y = _fast_int64(x, s, rule, bound, owned)
     return _round_from_floor(x, s, rule) if y is None else y
 
 
@@ -269,12 +366,12 @@ def _negative_error(s: np.ndarray, func: str, remedy: str) -> InvalidInputError:
 
 
 def shift_right(
-    xa, x_scalar, shift, rule, *, negative, bits, func, known_max=None, owned=False, remedy=_REMEDY
+    xa, x_scalar, shift, rule, *, negative, bits, func, bound=None, owned=False, remedy=_REMEDY
 ):
     """Dispatch on the shift's shape and sign; ``xa`` is already normalised (``as_int_operand``).
 
-    ``known_max``: an upper bound of ``xa`` the caller has proved (lets the int64 fast paths skip
-    their ``max`` scan). ``owned``: ``xa`` may be overwritten. ``remedy``: the advice of the
+    ``bound``: a bound of ``|xa|`` the caller has proved (lets the int64 fast paths skip their
+    ``min``/``max`` scans). ``owned``: ``xa`` may be overwritten. ``remedy``: the advice of the
     negative-shift error.
     """
     bits = _check_policy(negative, bits, func)
@@ -287,7 +384,7 @@ def shift_right(
     if s.ndim == 0:
         sv = int(s)
         if sv >= 0:
-            y = _right_scalar(xa, sv, rule, known_max, owned)
+            y = _right_scalar(xa, sv, rule, bound, owned)
         elif not left:
             raise _negative_error(s, func, remedy)
         else:
@@ -314,7 +411,20 @@ _NEGATIVE_DOC = """Negative shifts follow ``negative``: ``ERROR`` raises; ``LEFT
 
 def _public(x, shift, *, rule, negative, bits, func):
     xa, x_scalar = as_int_operand(x, func=func, name="x")
-    return shift_right(xa, x_scalar, shift, rule, negative=negative, bits=bits, func=func)
+    # A <= 32-bit integer array was widened into a fresh int64 copy: its dtype bounds |x| (no
+    # scan) and the copy can take the result (no second full-size buffer).
+    bound = dtype_bound(x)
+    return shift_right(
+        xa,
+        x_scalar,
+        shift,
+        rule,
+        negative=negative,
+        bits=bits,
+        func=func,
+        bound=bound,
+        owned=bound is not None,
+    )
 
 
 def shift_right_round_half_up(x, shift, *, negative=NegativeShift.ERROR, bits=None):
