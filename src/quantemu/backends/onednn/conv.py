@@ -7,11 +7,12 @@ import numpy as np
 from quantemu.backends.onednn.im2col import (
     im2col,
     in_bounds,
+    is_dense,
     segment_layout,
     weight_columns,
 )
 from quantemu.backends.onednn.matmul import MAX_REDUCTION, AccumulatorResult, to_int32
-from quantemu.backends.onednn.pairsum import exact_matmul, pair_sum_matmul
+from quantemu.backends.onednn.pairsum import ArrayCache, exact_matmul, pair_sum_matmul
 from quantemu.backends.onednn.params import Conv2dParams, ConvImpl, SrcType
 from quantemu.errors import InvalidInputError, UnsupportedError
 from quantemu.intmath import shift_right_round_half_even
@@ -46,26 +47,70 @@ def conv2d(x: np.ndarray, w: np.ndarray, params: Conv2dParams) -> AccumulatorRes
     pairing = not exact and not halve
     layout = segment_layout(params.impl if pairing else None, *w.shape[1:])
     weights = rne_half(w) if halve else w
-    cols = im2col(x.astype(np.int16), geometry, layout, out_hw)
-    wcols = weight_columns(weights, geometry.groups, layout)
+    dtype = np.int8 if pairing else np.float32  # the pair-sum engine reads integers
+    wcols = _weight_columns(
+        weights, geometry.groups, layout, params.impl if pairing else None, dtype
+    )
     saturated = 0
-    if pairing:
-        result = pair_sum_matmul(cols, wcols)
+    if pairing:  # the pair-sum engine reads int16 operands
+        result = pair_sum_matmul(im2col(x.astype(np.int16), geometry, layout, out_hw), wcols)
         acc, saturated = result.acc, result.saturated_pairs
-    else:
-        acc = exact_matmul(cols, wcols)
+    else:  # gathered straight into the float32 GEMM operand; |src| <= 255 (u8) or 128 (s8)
+        cols = im2col(x.astype(np.float32), geometry, layout, out_hw)
+        acc = exact_matmul(cols, wcols, a_max=255 if params.src_dt is SrcType.U8 else 128)
     n = x.shape[0]
     g, _, og = acc.shape
     acc = acc.reshape(g, n, out_hw[0] * out_hw[1], og)
     if params.src_zero_point:
-        # Exact s32 correction -zp·Σ w over the in-bounds taps of each position (§2, §5.1);
-        # |Σ w| <= 128 * L, so the float64 product is exact.
-        mask = in_bounds(x.shape[2:], geometry, layout, out_hw)
-        acc -= params.src_zero_point * exact_matmul(mask[None], wcols)[:, None]
+        # Exact s32 correction -zp·Σ w over the in-bounds taps of each position (§2, §5.1).
+        acc -= (
+            params.src_zero_point
+            * _in_bounds_weight_sums(x.shape[2:], geometry, layout, out_hw, wcols)[:, None]
+        )
     if halve:
         acc *= 2
     y = acc.reshape(g, n, *out_hw, og).transpose(1, 0, 4, 2, 3).reshape(n, g * og, *out_hw)
     return AccumulatorResult(to_int32(y, "conv2d"), saturated)
+
+
+_WCOLS = ArrayCache()
+
+
+def _weight_columns(w: np.ndarray, groups: int, layout, impl: ConvImpl | None, dtype):
+    """``weight_columns`` as a read-only ``dtype`` array, cached for weights that cannot change.
+
+    A model's weights do not change between batches: their columns (and, through
+    ``exact_matmul``'s cache keyed on these columns, their GEMM runs) are built once. The exact
+    engines take them as float32 GEMM operands directly (integers, exact).
+    """
+
+    def make() -> np.ndarray:
+        o, cg, kh, kw = w.shape
+        if is_dense(layout, cg, kh, kw):  # plain (kh, kw, c) order: a transpose suffices
+            cols = w.reshape(groups, o // groups, cg, kh, kw).transpose(0, 3, 4, 2, 1)
+            cols = cols.reshape(groups, kh * kw * cg, o // groups)
+        else:
+            cols = weight_columns(w, groups, layout)
+        cols = np.array(cols, dtype=dtype, order="C")
+        cols.setflags(write=False)
+        return cols
+
+    return _WCOLS.get(w, (groups, impl, np.dtype(dtype).name), make)
+
+
+def _in_bounds_weight_sums(hw, geometry, layout, out_hw, wcols) -> np.ndarray:
+    """``(G, OH·OW, O/G)``: the sum of the weights of the in-bounds taps of every position.
+
+    Interior positions read every tap and share the total; only the border rows of the in-bounds
+    mask need a product (|Σ w| <= 128 · L: exact).
+    """
+    mask = in_bounds(hw, geometry, layout, out_hw)
+    full = mask.sum(axis=1) == np.count_nonzero(layout.c >= 0)
+    sums = np.empty((wcols.shape[0], mask.shape[0], wcols.shape[2]), dtype=np.int64)
+    sums[:, full] = wcols.sum(axis=1, dtype=np.int64)[:, None]
+    if not full.all():
+        sums[:, ~full] = exact_matmul(mask[~full][None], wcols)
+    return sums
 
 
 def _check(x: np.ndarray, w: np.ndarray, params: Conv2dParams) -> tuple[int, int]:

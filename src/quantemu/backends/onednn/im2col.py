@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 from quantemu.backends.onednn.params import ConvGeometry, ConvImpl
 
@@ -65,29 +66,50 @@ def im2col(
     """Source values ``(G, N·OH·OW, L)`` of ``x (N, C, H, W)`` in the slots of ``layout``.
 
     Out-of-bounds taps and padding slots hold 0 (page §5.1: out-of-bounds taps contribute source
-    value 0 in their place in the segment). The dtype of ``x`` is kept.
+    value 0 in their place in the segment). The dtype of ``x`` is kept. The windows are copied
+    once in the dense ``(kh, kw, c)`` order; a layout in another order (or with padding slots)
+    then picks its columns from that copy.
+    """
+    g = geometry.groups
+    cg = x.shape[1] // g
+    kernel = (int(layout.kh.max()) + 1, int(layout.kw.max()) + 1)
+    dense = _dense_windows(x, geometry, kernel, out_hw)
+    if is_dense(layout, cg, *kernel):
+        return dense
+    taps = kernel[0] * kernel[1] * cg
+    index = np.where(layout.c < 0, taps, (layout.kh * kernel[1] + layout.kw) * cg + layout.c)
+    zero = np.zeros((*dense.shape[:2], 1), dtype=dense.dtype)  # what padding slots read
+    return np.concatenate([dense, zero], axis=2)[:, :, index]
+
+
+def is_dense(layout: Layout, cg: int, kh: int, kw: int) -> bool:
+    """True when ``layout`` is the plain ``(kh, kw, c)`` order without padding slots."""
+    taps = cg * kh * kw
+    if layout.length != taps or (layout.c < 0).any():
+        return False
+    index = (layout.kh * kw + layout.kw) * cg + layout.c
+    return bool(np.array_equal(index, np.arange(taps)))
+
+
+def _dense_windows(
+    x: np.ndarray, geometry: ConvGeometry, kernel: tuple[int, int], out_hw: tuple[int, int]
+) -> np.ndarray:
+    """``(G, N·OH·OW, KH·KW·C/G)`` windows of ``x (N, C, H, W)`` in ``(kh, kw, c)`` order.
+
+    A strided, dilated window view of the zero-padded NHWC input, materialised by one reshape.
     """
     n, c, h, w = x.shape
     g = geometry.groups
-    cg = c // g
     top, left, bottom, right = geometry.pads
+    (kh, kw), (sh, sw), (dh, dw) = kernel, geometry.strides, geometry.dilations
     oh, ow = out_hw
-    # One extra all-zero channel (index C) serves every padding slot.
-    xp = np.zeros((n, c + 1, h + top + bottom, w + left + right), dtype=x.dtype)
-    xp[:, :c, top : top + h, left : left + w] = x
-    sh, sw = geometry.strides
-    dh, dw = geometry.dilations
-    pad = layout.c < 0
-    chan = np.where(pad, c, np.arange(g)[:, None] * cg + layout.c)  # (G, L)
-    rows = np.arange(oh)[:, None] * sh + layout.kh * dh  # (OH, L)
-    cols = np.arange(ow)[:, None] * sw + layout.kw * dw  # (OW, L)
-    gathered = xp[
-        np.arange(n)[None, :, None, None, None],
-        chan[:, None, None, None, :],
-        rows[None, None, :, None, :],
-        cols[None, None, None, :, :],
-    ]
-    return gathered.reshape(g, n * oh * ow, layout.length)
+    xp = np.zeros((n, h + top + bottom, w + left + right, c), dtype=x.dtype)
+    xp[:, top : top + h, left : left + w] = x.transpose(0, 2, 3, 1)
+    span = ((kh - 1) * dh + 1, (kw - 1) * dw + 1)
+    win = sliding_window_view(xp, span, axis=(1, 2))[:, ::sh, ::sw, :, ::dh, ::dw]
+    win = win[:, :oh, :ow].reshape(n, oh, ow, g, c // g, kh, kw)  # splits C: still a view
+    win = win.transpose(3, 0, 1, 2, 5, 6, 4)  # (G, N, OH, OW, KH, KW, C/G)
+    return np.ascontiguousarray(win.reshape(g, n * oh * ow, kh * kw * (c // g)))
 
 
 def in_bounds(

@@ -268,11 +268,19 @@ class Requantization:
             scales = (scales,)
         if isinstance(scales, (str, bytes)) or not hasattr(scales, "__len__") or not scales:
             raise InvalidInputError(f"w_scales = {scales!r} must be a non-empty list of scales")
-        _set(
-            self,
-            "w_scales",
-            tuple(as_binary32(s, f"w_scales[{i}]") for i, s in enumerate(scales)),
-        )
+        _set(self, "w_scales", _binary32_tuple(scales))
+
+
+def _binary32_tuple(scales) -> tuple[float, ...]:
+    """``scales`` as a tuple of binary32 values; one vectorised check when all are floats."""
+    if all(type(s) is float for s in scales):
+        v = np.array(scales, dtype=np.float64)
+        f = v.astype(np.float32)
+        with np.errstate(over="ignore", invalid="ignore"):
+            ok = np.isfinite(v) & (v > 0) & (f.astype(np.float64) == v) & (f != 0)
+        if ok.all():
+            return tuple(scales)
+    return tuple(as_binary32(s, f"w_scales[{i}]") for i, s in enumerate(scales))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -36,17 +36,36 @@ def avg_pool2d(x: np.ndarray, params: AvgPool2dParams) -> np.ndarray:
 
 
 def max_pool2d(x: np.ndarray, params: MaxPool2dParams) -> np.ndarray:
-    """``y (N, C, OH, OW)``: the maximum of the in-bounds elements of each window."""
+    """``y (N, C, OH, OW)``: the maximum of the in-bounds elements of each window.
+
+    One vectorised maximum per kernel tap over every output (padding holds the dtype's
+    minimum, so it never wins over an in-bounds element).
+    """
     out_hw = _check(x, params.kernel, params.geometry, "max_pool2d")
+    for axis in (0, 1):
+        reach = _in_bounds_1d(x.shape[2 + axis], params, axis, out_hw[axis])
+        if not reach.all():
+            raise InvalidInputError(
+                f"max_pool2d: a window has no in-bounds element (kernel {params.kernel}, pads "
+                f"{params.pads}); reduce the padding"
+            )
+    top, left, bottom, right = params.pads
     neutral = np.iinfo(x.dtype).min
-    y = _windows(x, neutral, params, out_hw).max(axis=(-2, -1))
-    inside = _windows(np.ones((1, 1, *x.shape[2:]), bool), False, params, out_hw).any((-2, -1))
-    if not inside.all():
-        raise InvalidInputError(
-            f"max_pool2d: a window has no in-bounds element (kernel {params.kernel}, pads "
-            f"{params.pads}); reduce the padding"
-        )
+    xp = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)), constant_values=neutral)
+    (kh, kw), (sh, sw), (oh, ow) = params.kernel, params.strides, out_hw
+    y = None
+    for i in range(kh):
+        for j in range(kw):
+            tap = xp[:, :, i : i + sh * (oh - 1) + 1 : sh, j : j + sw * (ow - 1) + 1 : sw]
+            y = tap.copy() if y is None else np.maximum(y, tap, out=y)
     return y
+
+
+def _in_bounds_1d(size: int, params, axis: int, out: int) -> np.ndarray:
+    """Per output index along ``axis``: whether its window reaches an in-bounds element."""
+    start = np.arange(out) * params.strides[axis] - params.pads[axis]
+    stop = start + params.kernel[axis]  # exclusive
+    return (stop > 0) & (start < size)
 
 
 def _windows(x, fill, params, out_hw) -> np.ndarray:

@@ -53,6 +53,24 @@ def requantize(
     ``v = a ⊗ (S ⊗ W)`` (``jit_uni``) or ``(a ⊗ S) ⊗ W`` (others), ``⊕ bias``, ``⊗ I`` (``⊘ D``
     for ``ref``), ``⊕ f32(y_zero_point)``, and ``clamp(rne(v), 0, 255)``.
     """
+    v = requantize_f32(acc, channel_axis, quant, impl, w_round_trip=w_round_trip, bias=bias)
+    return to_8bit(v, signed=False)
+
+
+def requantize_f32(
+    acc: np.ndarray,
+    channel_axis: int,
+    quant: Requantization,
+    impl: QuantizedImpl,
+    *,
+    w_round_trip: bool,
+    bias: np.ndarray | None = None,
+) -> np.ndarray:
+    """The binary32 value ``v`` of :func:`requantize` before ``clamp(rne(v), 0, 255)``.
+
+    Whole-model simulation reads it to count the outputs that saturate (``rne(v)`` outside
+    ``[0, 255]``) without evaluating the sequence twice.
+    """
     channels = acc.shape[channel_axis]
     w_scales = _per_channel_scales(quant.w_scales, channels)
     shape = [1] * acc.ndim
@@ -68,7 +86,7 @@ def requantize(
             v = v + b
         v = v / rr(rr(y_scale)) if impl is QuantizedImpl.REF else v * rr(y_scale)
         v = v + f32(quant.y_zero_point)
-    return to_8bit(v, signed=False)
+    return v
 
 
 def quantized_linear(
