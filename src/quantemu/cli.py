@@ -14,8 +14,15 @@ from quantemu import __version__
 from quantemu.calibration import command as calibrate_command
 from quantemu.conformance import command as conformance_command
 from quantemu.graph import command as inspect_command
+from quantemu.simulate import demo_command, run_command
 
-_SUBCOMMANDS = (conformance_command, inspect_command, calibrate_command)
+_SUBCOMMANDS = (
+    demo_command,
+    run_command,
+    conformance_command,
+    inspect_command,
+    calibrate_command,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

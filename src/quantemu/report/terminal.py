@@ -1,0 +1,180 @@
+"""Terminal report: rich renderables for one evaluation, and a comparison of several.
+
+- :func:`header_panel`: every result-changing choice (backend, variant, ISA, rounding, versions);
+- :func:`layer_table`: one row per lowered layer: target op, exact / float-fallback marker,
+  SQNR, cosine, max |error| in output LSBs, fraction of outputs off, counters;
+- :func:`summary_table`: float vs backend top-1, agreement, worst layers, counter totals;
+- :func:`comparison_table`: one row per backend.
+
+:func:`print_evaluation` and :func:`print_comparison` print them on a console.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from quantemu.report.formatting import (
+    KINDS,
+    accuracy_text,
+    counters_text,
+    delta_text,
+    layer_kind,
+    percent_text,
+    sqnr_text,
+    variant_text,
+)
+from quantemu.simulate.evaluate import Evaluation
+
+_KIND_STYLE = {"exact": "green", "float": "yellow", "approx": "magenta"}
+
+
+def _sqnr_cell(value: float) -> Text:
+    style = "green" if value == float("inf") else ("red" if value < 20 else "")
+    return Text(sqnr_text(value), style=style)
+
+
+def header_panel(evaluation: Evaluation) -> Panel:
+    """The header: every entry of ``evaluation.header``, key and value."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column()
+    for key, value in evaluation.header.items():
+        grid.add_row(str(key), str(value))
+    grid.add_row("samples", f"{evaluation.samples:,}")
+    return Panel(grid, title=f"quantemu · {evaluation.backend}", title_align="left", expand=False)
+
+
+def layer_table(evaluation: Evaluation) -> Table:
+    """One row per layer (see the module docstring); notes of non-exact layers as a caption."""
+    table = Table(title=f"{evaluation.backend}: per-layer error vs the float model")
+    table.add_column("#", justify="right")
+    table.add_column("layer")
+    table.add_column("target op")
+    table.add_column("kind")
+    table.add_column("SQNR dB", justify="right")
+    table.add_column("cosine", justify="right")
+    table.add_column("max |err| LSB", justify="right")
+    table.add_column("% off", justify="right")
+    table.add_column("counters")
+    notes = []
+    for index, stats in enumerate(evaluation.layers):
+        kind = layer_kind(stats)
+        if stats.note:
+            notes.append(f"{index}: {stats.note}")
+        table.add_row(
+            str(index),
+            stats.name,
+            stats.op,
+            Text(kind, style=_KIND_STYLE[kind]),
+            _sqnr_cell(stats.sqnr_db),
+            f"{stats.cosine:.6f}",
+            str(stats.max_abs_lsb),
+            percent_text(stats.fraction_off),
+            counters_text(stats.counters),
+        )
+    kinds = sorted({layer_kind(s) for s in evaluation.layers})
+    legend = "; ".join(f"{k}: {KINDS[k]}" for k in kinds)
+    table.caption = "\n".join([legend, *notes])
+    table.caption_justify = "left"
+    return table
+
+
+def summary_table(evaluation: Evaluation, *, worst: int = 3) -> Table:
+    """Accuracies, agreement, the ``worst`` layers by SQNR and every counter's total."""
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column()
+    if evaluation.float_accuracy is not None:
+        table.add_row("float top-1", accuracy_text(evaluation.float_accuracy))
+        table.add_row(
+            f"{evaluation.backend} top-1",
+            f"{accuracy_text(evaluation.backend_accuracy)} "
+            f"({delta_text(evaluation.float_accuracy, evaluation.backend_accuracy)})",
+        )
+    table.add_row(
+        "agreement",
+        f"{accuracy_text(evaluation.agreement)} of {evaluation.samples:,} samples have the "
+        "float model's top-1",
+    )
+    table.add_row(
+        "worst layers",
+        ", ".join(f"{s.name} ({sqnr_text(s.sqnr_db)} dB)" for s in evaluation.worst_layers(worst)),
+    )
+    table.add_row("counters", counters_text(evaluation.counter_totals(), zeros=True) or "none")
+    inexact = [s for s in evaluation.layers if not s.exact]
+    table.add_row("not bit-exact", f"{len(inexact)} of {len(evaluation.layers)} layers")
+    return table
+
+
+def comparison_table(
+    evaluations: Sequence[Evaluation],
+    *,
+    timings: Mapping[str, tuple[float, float]] | None = None,
+    errors: Mapping[str, str] | None = None,
+    order: Sequence[str] | None = None,
+) -> Table:
+    """One row per backend: accuracies, agreement, worst layer, counters.
+
+    ``timings``: backend -> (compile seconds, evaluation seconds), shown when given;
+    ``errors``: backend -> message, for backends that could not run (a row each, the messages
+    below the table); ``order``: backend names in row order (default: evaluations, then errors).
+    """
+    table = Table(title="float model vs each backend")
+    table.add_column("backend", max_width=24)
+    table.add_column("float top-1", justify="right")
+    table.add_column("backend top-1 (Δ)", justify="right")
+    table.add_column("agreement", justify="right")
+    table.add_column("worst layer (SQNR dB)")
+    table.add_column("exact layers", justify="right")
+    table.add_column("counters (all layers)", no_wrap=True)
+    if timings:
+        table.add_column("compile + run s", justify="right")
+    rows: dict[str, list] = {}
+    for ev in evaluations:
+        (worst,) = ev.worst_layers(1) or [None]
+        variant = variant_text(ev.header)
+        rows[ev.backend] = [
+            Text.assemble(ev.backend, ("\n" + variant, "dim") if variant else ""),
+            accuracy_text(ev.float_accuracy),
+            f"{accuracy_text(ev.backend_accuracy)} "
+            f"({delta_text(ev.float_accuracy, ev.backend_accuracy)})",
+            accuracy_text(ev.agreement),
+            "-" if worst is None else f"{worst.name} ({sqnr_text(worst.sqnr_db)})",
+            f"{sum(s.exact for s in ev.layers)}/{len(ev.layers)}",
+            counters_text(ev.counter_totals(), zeros=True, sep="\n") or "none",
+        ]
+        if timings:
+            compile_s, eval_s = timings.get(ev.backend, (float("nan"), float("nan")))
+            rows[ev.backend].append(f"{compile_s:.2f} + {eval_s:.2f}")
+    for backend in errors or {}:
+        rows[backend] = [backend, Text("error", style="red"), *[""] * (5 + bool(timings))]
+    for backend in [*(order or ()), *rows]:
+        if backend in rows:
+            table.add_row(*rows.pop(backend))
+    if errors:
+        table.caption = "\n".join(f"{b}: error: {m}" for b, m in errors.items())
+        table.caption_justify = "left"
+        table.caption_style = "red"
+    return table
+
+
+def print_evaluation(
+    evaluation: Evaluation, console: Console | None = None, *, layers: bool = True
+) -> None:
+    """Print the header panel, the per-layer table (``layers``) and the summary."""
+    console = console or Console()
+    parts = [header_panel(evaluation)]
+    if layers:
+        parts.append(layer_table(evaluation))
+    parts.append(summary_table(evaluation))
+    console.print(Group(*parts))
+
+
+def print_comparison(evaluations: Sequence[Evaluation], console: Console | None = None, **kw):
+    """Print :func:`comparison_table` (keyword arguments go to it)."""
+    (console or Console()).print(comparison_table(evaluations, **kw))
