@@ -6,7 +6,8 @@ interprets codes itself; it asks the encoding to
 
 - ``dequantize`` codes to float32 (to compare with the float model),
 - ``quantize`` float values to the codes an ideal quantizer with the same parameters would
-  produce (to measure the error of a layer in output LSBs),
+  produce (to measure the error of a layer in output LSBs); ``target_quantize`` is what the
+  target itself does (graph inputs, float fallbacks; the same unless a backend overrides it),
 - ``lsb_index`` codes to an int64 index on which one step is one LSB (for a linear encoding the
   code itself; for NNIE's logarithmic codes the signed level index).
 
@@ -42,6 +43,17 @@ class Encoding(abc.ABC):
     @abc.abstractmethod
     def quantize(self, values: np.ndarray) -> np.ndarray:
         """The codes an ideal quantizer with these parameters gives for float ``values``."""
+
+    def target_quantize(self, values: np.ndarray) -> np.ndarray:
+        """The codes the target's own quantizer produces for float ``values``.
+
+        Used for graph inputs and for float fallbacks that requantize their result.
+
+        Defaults to :meth:`quantize`; a backend whose input quantizer differs from the ideal
+        one (e.g. PyTorch's fused multiply-add in ``quantize_per_tensor``) overrides this, so
+        that :meth:`quantize` stays the ideal reference the LSB error is measured against.
+        """
+        return self.quantize(values)
 
     @abc.abstractmethod
     def lsb_index(self, codes: np.ndarray) -> np.ndarray:

@@ -33,15 +33,19 @@ class LayerOutput:
     internals: Mapping[str, np.ndarray] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, kw_only=True)
 class Layer(abc.ABC):
-    """One lowered graph node. Subclasses are frozen dataclasses with these attributes."""
+    """One lowered graph node. Subclasses are frozen, keyword-only dataclasses that add their
+    precomputed parameters to these fields and implement :meth:`run`."""
 
     name: str  # the graph node's name
     op: str  # what runs on the target, e.g. "conv2d_deep", "sdp", "float:Softmax"
     inputs: tuple[str, ...]  # names of the graph tensors it reads (graph inputs or outputs)
     output: str  # the graph tensor it produces
-    exact: bool  # True when the layer is the target's bit-exact arithmetic
-    note: str  # why not exact / what fell back / anything a report should say
+    # Required, without defaults: every layer states whether it is the target's bit-exact
+    # arithmetic (a default would also leak into subclasses that redeclare the field).
+    exact: bool
+    note: str  # why not exact / what fell back / anything a report should say ("" if nothing)
 
     @abc.abstractmethod
     def run(self, inputs: list[QTensor]) -> LayerOutput:
@@ -88,7 +92,7 @@ def run_lowered(model: LoweredModel, outputs: tuple[str, ...], feeds: Mapping[st
                 f"input {name!r} has dtype {x.dtype}; pass float data as the float model takes it "
                 "(quantization to the target's codes happens inside the simulation)"
             )
-        tensors[name] = QTensor(encoding.quantize(x.astype(np.float32)), encoding)
+        tensors[name] = QTensor(encoding.target_quantize(x.astype(np.float32)), encoding)
     counters: dict[str, Mapping[str, int]] = {}
     internals: dict[str, Mapping[str, np.ndarray]] = {}
     for layer in model.layers:

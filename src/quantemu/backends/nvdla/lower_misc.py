@@ -114,7 +114,7 @@ class FloatLayer(Layer):
         it = iter(inputs)
         args = [c if c is not None else next(it).dequantize() for c in self.constants]
         (y,) = run_node(self.node, args)
-        return LayerOutput(QTensor(self.encoding.quantize(y), self.encoding), {})
+        return LayerOutput(QTensor(self.encoding.target_quantize(y), self.encoding), {})
 
 
 def float_fallback(node: Node, ctx: Context, reason: str) -> FloatLayer:

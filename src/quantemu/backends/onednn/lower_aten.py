@@ -91,18 +91,18 @@ def quantize_val(x: np.ndarray, inv_scale: np.float32, zero_point: int) -> np.nd
 
 
 class TorchU8Encoding(LinearEncoding):
-    """A ``quint8`` per-tensor affine tensor; ``quantize`` is ``torch.quantize_per_tensor``.
+    """A ``quint8`` per-tensor affine tensor; ``target_quantize`` is ``torch.quantize_per_tensor``.
 
     The codes a model's ``QuantStub`` produces differ from an ideal round-half-even quantizer
     only where ``fma(x, rr(s), z)`` and ``x / s + z`` straddle a rounding boundary (at most one
     LSB, rarely), so the simulation's error measurement barely changes while the entry codes are
-    PyTorch's own.
+    PyTorch's own. ``quantize`` stays the ideal quantizer the LSB error is measured against.
     """
 
     def __init__(self, scale: float, zero_point: int) -> None:
         super().__init__(float(f32(scale)), int(zero_point), "uint8")
 
-    def quantize(self, values: np.ndarray) -> np.ndarray:
+    def target_quantize(self, values: np.ndarray) -> np.ndarray:
         return quantize_per_tensor(np.asarray(values, dtype=np.float32), self.scale, self.zp)
 
     @property

@@ -237,7 +237,7 @@ class FloatFallbackLayer(_Layer):
             if args[index] is None and name:
                 args[index] = next(activations)
         (out,) = run_node(self.node, args)[:1]
-        codes = self.encoding.quantize(out)
+        codes = self.encoding.target_quantize(out)
         bounds = np.asarray(out, np.float64) / self.encoding.scale + self.encoding.zp
         saturated = int(np.count_nonzero((bounds < -0.5) | (bounds > 255.5)))
         return LayerOutput(QTensor(codes, self.encoding), {"output_saturated": saturated})
