@@ -18,27 +18,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import time
 
 import numpy as np
 
+from _timing import paired_best_of
 from quantemu.graph import load_onnx, optimize
 from quantemu.graph.zoo import resnet18
 
 TARGET = 3.0
-
-
-def _paired(fn, base, repeat: int) -> tuple[float, float]:
-    """Best-of-``repeat`` times of ``fn`` and ``base``, measured alternately (shared noise)."""
-    tf = tb = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        base()
-        tb = min(tb, time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        fn()
-        tf = min(tf, time.perf_counter() - t0)
-    return tf, tb
 
 
 def _blas_threads(n: int | None):
@@ -87,7 +74,7 @@ def main() -> int:
             ours = graph.run_float(x)["logits"]
             (theirs,) = session.run(None, {"input": x})
             np.testing.assert_allclose(ours, theirs, rtol=1e-3, atol=1e-3)
-            t_ours, t_ort = _paired(
+            t_ours, t_ort = paired_best_of(
                 lambda: graph.run_float(x),
                 lambda s=session: s.run(None, {"input": x}),
                 args.repeat,

@@ -16,31 +16,13 @@ The conversions return int64 from a float32/float64 input, so they also show the
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 
+from _timing import best_of, paired_best_of
 from quantemu import intmath as im
 
 TARGET = 0.3
-
-
-def _best(fn, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
-def _paired(fn, base, repeat: int) -> tuple[float, float]:
-    """Best-of-``repeat`` times of ``fn`` and ``base``, measured alternately (shared noise)."""
-    tf, tb = float("inf"), float("inf")
-    for _ in range(repeat):
-        tb = min(tb, _best(base, 1))
-        tf = min(tf, _best(fn, 1))
-    return tf, tb
 
 
 def _cases(size: int, shift: int, seed: int):
@@ -119,11 +101,11 @@ def main(argv=None) -> int:
     print(f"{'primitive':<52} {'baseline':<22} {'ratio':>6}  {'vs rint+astype':>14}")
     below = []
     for name, fn, (base_name, base) in cases:
-        tf, tb = _paired(fn, base, args.repeat)
+        tf, tb = paired_best_of(fn, base, args.repeat)
         ratio = tb / tf
         extra = ""
         if name in context:
-            tc = _best(context[name], args.repeat)
+            tc = best_of(context[name], args.repeat)
             extra = f"{tc / tf:14.2f}"
         flag = "" if ratio >= TARGET else "  < target"
         print(f"{name:<52} {base_name:<22} {ratio:6.2f}  {extra}{flag}")

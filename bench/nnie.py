@@ -12,21 +12,11 @@ loop. The ratio to ``np.log2`` on a same-size positive array is printed as well.
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 
+from _timing import best_of
 from quantemu.backends.nnie import log_dequantize, log_quantize
-
-
-def best_of(repeat: int, fn) -> float:
-    """The fastest of ``repeat`` calls of ``fn``, in seconds."""
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main() -> None:
@@ -41,10 +31,10 @@ def main() -> None:
     codes, _ = log_quantize(x, clip)  # warm the per-clip tables
     positive = np.abs(x) + np.float32(1.0)  # same size, no zero/negative/special values
     with np.errstate(divide="ignore", invalid="ignore"):
-        t_log2 = best_of(args.repeat, lambda: np.log2(x))
-    t_log2_fast = best_of(args.repeat, lambda: np.log2(positive))
-    t_quant = best_of(args.repeat, lambda: log_quantize(x, clip))
-    t_deq = best_of(args.repeat, lambda: log_dequantize(codes, clip))
+        t_log2 = best_of(lambda: np.log2(x), args.repeat)
+    t_log2_fast = best_of(lambda: np.log2(positive), args.repeat)
+    t_quant = best_of(lambda: log_quantize(x, clip), args.repeat)
+    t_deq = best_of(lambda: log_dequantize(codes, clip), args.repeat)
     n = args.elements / 1e6
     print(f"elements: {args.elements} float32, clip {clip}, best of {args.repeat}")
     print(f"np.log2 (float32):      {t_log2 * 1e3:8.2f} ms  {n / t_log2:8.1f} M elem/s")

@@ -19,28 +19,15 @@ rounding, saturation order and counters). The target is <= 10 for every row.
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 
+from _timing import paired_best_of
 from quantemu.backends.nvdla import CaccRegisters, SdpRegisters, cacc, pdp_avg, sdp
 from quantemu.backends.nvdla.lut_program import sigmoid_lut
 from quantemu.backends.nvdla.quantize import program_pdp
 
 TARGET = 10.0
-
-
-def _paired(fn, base, repeat: int) -> tuple[float, float]:
-    """Best-of-``repeat`` times of ``fn`` and ``base``, measured alternately (shared noise)."""
-    tf = tb = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        base()
-        tb = min(tb, time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        fn()
-        tf = min(tf, time.perf_counter() - t0)
-    return tf, tb
 
 
 def _sdp_case(n: int, rng):
@@ -104,7 +91,7 @@ def main(argv=None) -> int:
     worst = 0.0
     print(f"{'case':<10} {'quantemu ms':>12} {'numpy ms':>10} {'ratio':>7}")
     for name, fn, base in rows:
-        tf, tb = _paired(fn, base, args.repeat)
+        tf, tb = paired_best_of(fn, base, args.repeat)
         ratio = tf / tb
         worst = max(worst, ratio)
         print(f"{name:<10} {tf * 1e3:12.1f} {tb * 1e3:10.1f} {ratio:7.2f}")

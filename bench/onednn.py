@@ -12,10 +12,10 @@ Usage: ``PYTHONPATH=src python bench/onednn.py [--repeat N] [--large-fraction F]
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 
+from _timing import best_times
 from quantemu.backends.onednn import MatmulParams, matmul
 
 M, K, N = 512, 4608, 256
@@ -28,20 +28,6 @@ def make_operands(rng: np.random.Generator, large_fraction: float):
     large = rng.random((K, N)) < large_fraction
     w[large] = rng.integers(65, 128, size=int(large.sum())) * rng.choice([-1, 1], int(large.sum()))
     return a, w.astype(np.int8)
-
-
-def best_times(fns, repeat: int) -> list[float]:
-    """The fastest of ``repeat`` runs of each function, in seconds.
-
-    The functions run interleaved, so that load from other processes hits both alike.
-    """
-    best = [float("inf")] * len(fns)
-    for _ in range(repeat):
-        for i, fn in enumerate(fns):
-            t0 = time.perf_counter()
-            fn()
-            best[i] = min(best[i], time.perf_counter() - t0)
-    return best
 
 
 def main() -> None:

@@ -21,6 +21,7 @@ import time
 
 import numpy as np
 
+from _timing import paired_best_of
 from quantemu.backends.registry import known_backends
 from quantemu.errors import QuantemuError
 from quantemu.graph import load_onnx, optimize
@@ -28,19 +29,6 @@ from quantemu.graph.zoo import resnet18
 
 TARGET = 5.0
 TARGETED = ("xs3", "nvdla", "onednn")
-
-
-def _paired(fn, base, repeat: int) -> tuple[float, float]:
-    """Best-of-``repeat`` times of ``fn`` and ``base``, measured alternately (shared noise)."""
-    tf = tb = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        base()
-        tb = min(tb, time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        fn()
-        tf = min(tf, time.perf_counter() - t0)
-    return tf, tb
 
 
 def _session(model, threads: int | None):
@@ -104,7 +92,7 @@ def main() -> int:
             except QuantemuError as exc:
                 print(f"{backend:>7}: skipped: {exc}")
                 continue
-            t_sim, t_ort = _paired(
+            t_sim, t_ort = paired_best_of(
                 lambda p=program: p.run(x),
                 lambda: session.run(None, {"input": x}),
                 args.repeat,

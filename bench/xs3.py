@@ -10,11 +10,11 @@ Both are timed in the same run; the ratio emulation / baseline is printed (targe
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from _timing import best_of
 from quantemu.backends import xs3
 
 H = W = 56
@@ -48,16 +48,6 @@ def baseline(x: np.ndarray, k: np.ndarray) -> np.ndarray:
     cols = sliding_window_view(padded, (K, K), axis=(0, 1)).transpose(0, 1, 3, 4, 2)
     cols = np.ascontiguousarray(cols).reshape(H * W, K * K * C_IN)
     return cols @ k.reshape(C_OUT, -1).T.astype(np.float64)
-
-
-def best_of(fn, repeat: int) -> float:
-    """The fastest of ``repeat`` timed calls (seconds)."""
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def main() -> None:

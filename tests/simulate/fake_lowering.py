@@ -27,14 +27,8 @@ def _encoding(low: float, high: float) -> LinearEncoding:
     return LinearEncoding(scale=scale, zero_point=round(-low / scale) - 128, dtype="int8")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FloatLayer(Layer):
-    name: str
-    op: str
-    inputs: tuple[str, ...]
-    output: str
-    exact: bool
-    note: str
     node: Any
     consts: Any
     encoding: LinearEncoding

@@ -30,16 +30,10 @@ from quantemu.simulate import (
 ENC = LinearEncoding(scale=0.125, zero_point=0, dtype="int8")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ReluLayer(Layer):
     """ReLU on codes (exact for zero point 0); ``bump`` adds one LSB to the first element."""
 
-    name: str = "relu"
-    op: str = "test:relu"
-    inputs: tuple[str, ...] = ("x",)
-    output: str = "y"
-    exact: bool = True
-    note: str = ""
     bump: bool = False
 
     def run(self, inputs):
@@ -55,7 +49,10 @@ def _program(bump=False) -> Program:
         load_onnx(model([helper.make_node("Relu", ["x"], ["y"])], {"x": ["N", 4]}, ["y"]))
     )
     ranges = calibrate(graph, np.zeros((2, 4), np.float32), progress=False)
-    lowered = LoweredModel("test", {"x": ENC}, (ReluLayer(bump=bump),), {"rounding": "none"})
+    relu = ReluLayer(
+        name="relu", op="test:relu", inputs=("x",), output="y", exact=True, note="", bump=bump
+    )
+    lowered = LoweredModel("test", {"x": ENC}, (relu,), {"rounding": "none"})
     return Program(backend="test", graph=graph, ranges=ranges, lowered=lowered)
 
 

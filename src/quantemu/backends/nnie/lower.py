@@ -187,7 +187,15 @@ def _code_layer(graph: Graph, node: Node) -> CodeLayer:
             f"{list(node.inputs)}"
         )
     note = "negative codes -> 0x80 (exact)" if node.op_type == "Relu" else "moves codes (exact)"
-    return CodeLayer(node.name, f"codes:{node.op_type}", source, node.outputs[0], True, note, node)
+    return CodeLayer(
+        name=node.name,
+        op=f"codes:{node.op_type}",
+        inputs=source,
+        output=node.outputs[0],
+        exact=True,
+        note=note,
+        node=node,
+    )
 
 
 def _activation_inputs(graph: Graph, node: Node) -> tuple[str, ...]:

@@ -43,7 +43,7 @@ class WeightCodes:
     clipped: int
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class NnieLayer(Layer):
     """A graph node on log-coded tensors (see the module docstring).
 
@@ -56,12 +56,6 @@ class NnieLayer(Layer):
     quantization.
     """
 
-    name: str
-    op: str
-    inputs: tuple[str, ...]
-    output: str
-    exact: bool
-    note: str
     node: Node
     input_encodings: tuple[LogEncoding | None, ...]
     slots: tuple[Slot, ...]
@@ -96,16 +90,10 @@ def _read(tensor: QTensor, encoding: LogEncoding | None, counters: dict) -> np.n
     return encoding.dequantize(codes)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class CodeLayer(Layer):
     """Flatten / Reshape / Identity / Dropout / Relu on the codes; the encoding is kept."""
 
-    name: str
-    op: str
-    inputs: tuple[str, ...]
-    output: str
-    exact: bool
-    note: str
     node: Node
 
     def run(self, inputs: Sequence[QTensor]) -> LayerOutput:

@@ -47,16 +47,10 @@ from quantemu.simulate.program import Layer, LayerOutput
 LUT_OUT_SCALE = 2**15 - 1
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SdpLayer(Layer):
     """One or more SDP passes over a single int8 input."""
 
-    name: str
-    op: str
-    inputs: tuple[str, ...]
-    output: str
-    exact: bool
-    note: str
     encoding: LinearEncoding
     stages: tuple[SdpStage, ...]
     lut: bool = False
@@ -87,8 +81,16 @@ def lower_activation(node: Node, ctx: Context) -> SdpLayer:
     kind, attrs = _fused_form(node)
     stage = activation_stage(kind, attrs, enc_in.scale, enc.scale, ctx.options.scale_split)
     note = "output keeps the input scale" if enc is enc_in else "rescaled to the QDQ scale"
-    return SdpLayer(node.name, "sdp_x_" + kind, (node.inputs[0],), node.outputs[0], True, note,
-                    enc, (stage,))  # fmt: skip
+    return SdpLayer(
+        name=node.name,
+        op="sdp_x_" + kind,
+        inputs=(node.inputs[0],),
+        output=node.outputs[0],
+        exact=True,
+        note=note,
+        encoding=enc,
+        stages=(stage,),
+    )
 
 
 def lower_lut(node: Node, ctx: Context) -> SdpLayer:
@@ -104,8 +106,17 @@ def lower_lut(node: Node, ctx: Context) -> SdpLayer:
         f"LUT filled by quantemu (compiler fills none for INT8): table error <= {err:.0f}/32767 "
         f"= {err_lsb:.3f} output LSB"
     )
-    return SdpLayer(node.name, "sdp_lut_" + node.op_type.lower(), (node.inputs[0],),
-                    node.outputs[0], True, note, enc, (stage,), lut=True)  # fmt: skip
+    return SdpLayer(
+        name=node.name,
+        op="sdp_lut_" + node.op_type.lower(),
+        inputs=(node.inputs[0],),
+        output=node.outputs[0],
+        exact=True,
+        note=note,
+        encoding=enc,
+        stages=(stage,),
+        lut=True,
+    )
 
 
 def _channel_constant(node: Node, ctx: Context, name: str, channels: int) -> np.ndarray:
@@ -141,8 +152,16 @@ def lower_batchnorm(node: Node, ctx: Context) -> SdpLayer:
     }  # fmt: skip
     stage = SdpStage(SdpRegisters(**fields), {"BS_MUL": scales, "BN_ALU": offsets})
     note = f"per-channel scale 2^-{shift}, offset << {alu_shift}"
-    return SdpLayer(node.name, "sdp_x_batchnorm", (node.inputs[0],), node.outputs[0], True,
-                    note, enc, (stage,))  # fmt: skip
+    return SdpLayer(
+        name=node.name,
+        op="sdp_x_batchnorm",
+        inputs=(node.inputs[0],),
+        output=node.outputs[0],
+        exact=True,
+        note=note,
+        encoding=enc,
+        stages=(stage,),
+    )
 
 
 def lower_prelu(node: Node, ctx: Context) -> SdpLayer:
@@ -156,5 +175,13 @@ def lower_prelu(node: Node, ctx: Context) -> SdpLayer:
     }  # fmt: skip
     enc = ctx.encoding(node.inputs[0])
     stage = SdpStage(SdpRegisters(**fields), {"BS_MUL": scales})
-    return SdpLayer(node.name, "sdp_x_prelu", (node.inputs[0],), node.outputs[0], True,
-                    "output keeps the input scale", enc, (stage,))  # fmt: skip
+    return SdpLayer(
+        name=node.name,
+        op="sdp_x_prelu",
+        inputs=(node.inputs[0],),
+        output=node.outputs[0],
+        exact=True,
+        note="output keeps the input scale",
+        encoding=enc,
+        stages=(stage,),
+    )

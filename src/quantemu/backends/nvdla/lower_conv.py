@@ -50,16 +50,10 @@ CACC_STEP = 64  # products per CACC step on the rare saturating path: |p| <= 64 
 CACC_REGS = CaccRegisters(PROC_PRECISION=int(Precision.INT8), CLIP_TRUNCATE=0)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ConvLayer(Layer):
     """A Conv (or a Gemm as 1x1 conv): int8 weights ``[M, C/g, kh, kw]``, CACC, SDP stages."""
 
-    name: str
-    op: str
-    inputs: tuple[str, ...]
-    output: str
-    exact: bool
-    note: str
     encoding: LinearEncoding
     weights: np.ndarray  # int8 values as float32/float64, [M, C/g, kh, kw]
     attrs: Attrs  # group, pads, strides, dilations (normalized Conv attributes)

@@ -44,19 +44,13 @@ from quantemu.simulate.program import Layer, LayerOutput
 MAX_LIFT = 14
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class EwLayer(Layer):
     """Add/Sub/Mul: main stream + EW operand in one SDP pass, then activation passes.
 
     ``main`` / ``other`` index ``inputs`` (or the constant operand ``constant``).
     """
 
-    name: str
-    op: str
-    inputs: tuple[str, ...]
-    output: str
-    exact: bool
-    note: str
     encoding: LinearEncoding
     main: int
     operand_name: str  # "EW_ALU" or "EW_MUL"

@@ -26,16 +26,10 @@ LAYOUT_OPS = ("Flatten", "Reshape", "Transpose")
 CPU_OPS = ("Softmax",)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LayoutLayer(Layer):
     """A data movement: the graph's own kernel applied to the codes."""
 
-    name: str
-    op: str
-    inputs: tuple[str, ...]
-    output: str
-    exact: bool
-    note: str
     encoding: LinearEncoding
     node: Node
 
@@ -48,20 +42,22 @@ class LayoutLayer(Layer):
 def lower_layout(node: Node, ctx: Context) -> LayoutLayer:
     """Flatten / Reshape / Transpose: codes and scale unchanged."""
     enc = ctx.encoding(node.inputs[0])
-    return LayoutLayer(node.name, "layout_" + node.op_type.lower(), (node.inputs[0],),
-                       node.outputs[0], True, "memory layout only", enc, node)  # fmt: skip
+    return LayoutLayer(
+        name=node.name,
+        op="layout_" + node.op_type.lower(),
+        inputs=(node.inputs[0],),
+        output=node.outputs[0],
+        exact=True,
+        note="memory layout only",
+        encoding=enc,
+        node=node,
+    )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ConcatLayer(Layer):
     """Concat: per-input SDP requantization passes (where scales differ), then placement."""
 
-    name: str
-    op: str
-    inputs: tuple[str, ...]
-    output: str
-    exact: bool
-    note: str
     encoding: LinearEncoding
     stages: tuple[SdpStage | None, ...]  # per input; None = same scale, copied as is
     axis: int
@@ -91,20 +87,23 @@ def lower_concat(node: Node, ctx: Context) -> ConcatLayer:
         stages.append(None if same else activation_stage(None, {}, s_in, enc.scale))
     n = sum(s is not None for s in stages)
     note = f"{n} input(s) requantized by an SDP pass" if n else "all inputs share the scale"
-    return ConcatLayer(node.name, "concat", tuple(node.inputs), node.outputs[0], True, note, enc,
-                       tuple(stages), int(node.attrs["axis"]))  # fmt: skip
+    return ConcatLayer(
+        name=node.name,
+        op="concat",
+        inputs=tuple(node.inputs),
+        output=node.outputs[0],
+        exact=True,
+        note=note,
+        encoding=enc,
+        stages=tuple(stages),
+        axis=int(node.attrs["axis"]),
+    )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FloatLayer(Layer):
     """A float32 CPU layer: dequantize, run the float kernel, requantize (``exact=False``)."""
 
-    name: str
-    op: str
-    inputs: tuple[str, ...]
-    output: str
-    exact: bool
-    note: str
     encoding: LinearEncoding
     node: Node
     constants: tuple[np.ndarray | None, ...]  # per node input: its initializer, else None
@@ -123,8 +122,17 @@ def float_fallback(node: Node, ctx: Context, reason: str) -> FloatLayer:
     computed = tuple(i for i, c in zip(node.inputs, consts, strict=True) if c is None)
     enc = ctx.new_encoding(node.outputs[0])
     note = f"float32 fallback on the CPU: {reason}; output requantized (round half to even)"
-    return FloatLayer(node.name, "float:" + node.op_type, computed, node.outputs[0], False, note,
-                      enc, node, consts)  # fmt: skip
+    return FloatLayer(
+        name=node.name,
+        op="float:" + node.op_type,
+        inputs=computed,
+        output=node.outputs[0],
+        exact=False,
+        note=note,
+        encoding=enc,
+        node=node,
+        constants=consts,
+    )
 
 
 def lower_cpu(node: Node, ctx: Context) -> FloatLayer:

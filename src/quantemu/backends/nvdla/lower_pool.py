@@ -35,16 +35,10 @@ MAX_KERNEL, MAX_STRIDE, MAX_PAD = 8, 16, 7
 LRN_OUT_SCALE = 2**14
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PdpLayer(Layer):
     """One or more PDP passes with registers for one ``[C, H, W]`` image (batch = repeats)."""
 
-    name: str
-    op: str
-    inputs: tuple[str, ...]
-    output: str
-    exact: bool
-    note: str
     encoding: LinearEncoding
     stages: tuple[PdpRegisters, ...]
 
@@ -114,8 +108,16 @@ def lower_pool(node: Node, ctx: Context) -> PdpLayer:
 def _pdp_layer(node: Node, ctx: Context, stages, op: str, note: str) -> PdpLayer:
     enc = ctx.encoding(node.inputs[0])  # the PDP keeps its input's codes: no converter
     note = (note + "; " if note else "") + "output keeps the input scale (PDP has no converter)"
-    return PdpLayer(node.name, op, (node.inputs[0],), node.outputs[0], True, note, enc,
-                    tuple(stages))  # fmt: skip
+    return PdpLayer(
+        name=node.name,
+        op=op,
+        inputs=(node.inputs[0],),
+        output=node.outputs[0],
+        exact=True,
+        note=note,
+        encoding=enc,
+        stages=tuple(stages),
+    )
 
 
 def plane_factors(size: int) -> list[int] | None:
@@ -163,16 +165,10 @@ def lower_global_pool(node: Node, ctx: Context) -> Layer:
     return _pdp_layer(node, ctx, stages, "pdp_" + method.name.lower(), note)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CdpLayer(Layer):
     """LRN on the CDP: registers and LUT tables derived at lowering time."""
 
-    name: str
-    op: str
-    inputs: tuple[str, ...]
-    output: str
-    exact: bool
-    note: str
     encoding: LinearEncoding
     regs: CdpRegisters
     lut: LutProgram
@@ -208,5 +204,14 @@ def lower_lrn(node: Node, ctx: Context) -> CdpLayer:
     )  # fmt: skip
     regs = lut.registers(INPUT_DATA_TYPE=0, NORMALZ_LEN=size // 2 - 1, **fields)
     note = f"LUT filled by quantemu (compiler fills none for INT8): max error {err:.0f} of 2^14"
-    return CdpLayer(node.name, "cdp_lrn", (node.inputs[0],), node.outputs[0], True, note, enc,
-                    regs, lut)  # fmt: skip
+    return CdpLayer(
+        name=node.name,
+        op="cdp_lrn",
+        inputs=(node.inputs[0],),
+        output=node.outputs[0],
+        exact=True,
+        note=note,
+        encoding=enc,
+        regs=regs,
+        lut=lut,
+    )

@@ -13,7 +13,7 @@ from quantemu.backends.onednn.im2col import (
 )
 from quantemu.backends.onednn.matmul import MAX_REDUCTION, AccumulatorResult, to_int32
 from quantemu.backends.onednn.pairsum import ArrayCache, exact_matmul, pair_sum_matmul
-from quantemu.backends.onednn.params import Conv2dParams, ConvImpl, SrcType
+from quantemu.backends.onednn.params import Conv2dParams, ConvImpl, SrcType, describe_operand
 from quantemu.errors import InvalidInputError, UnsupportedError
 from quantemu.intmath import shift_right_round_half_even
 
@@ -119,11 +119,11 @@ def _check(x: np.ndarray, w: np.ndarray, params: Conv2dParams) -> tuple[int, int
     if not isinstance(x, np.ndarray) or x.dtype != want or x.ndim != 4:
         raise InvalidInputError(
             f"conv2d: x must be a 4-D (N, C, H, W) {np.dtype(want).name} array for src_dt = "
-            f"{params.src_dt.value!r}, got {_describe(x)}"
+            f"{params.src_dt.value!r}, got {describe_operand(x)}"
         )
     if not isinstance(w, np.ndarray) or w.dtype != np.int8 or w.ndim != 4:
         raise InvalidInputError(
-            f"conv2d: w must be a 4-D (O, C/groups, KH, KW) int8 array, got {_describe(w)}"
+            f"conv2d: w must be a 4-D (O, C/groups, KH, KW) int8 array, got {describe_operand(w)}"
         )
     check_conv_shapes("conv2d", x.shape, w.shape, params.geometry.groups)
     out_hw = params.geometry.output_size(x.shape[2], x.shape[3], w.shape[2], w.shape[3])
@@ -165,9 +165,3 @@ def _check_defects(params: Conv2dParams, w_shape: tuple, out_hw: tuple[int, int]
             f"conv2d impl = 'relo_wh' with an s8 source and left/right padding ({left}, "
             f"{right}): oneDNN 3.12 compensates padded taps wrongly (page §5.4); not emulated"
         )
-
-
-def _describe(x: object) -> str:
-    if isinstance(x, np.ndarray):
-        return f"{x.dtype.name} array of shape {x.shape}"
-    return type(x).__name__

@@ -37,16 +37,11 @@ from quantemu.simulate.encoding import QTensor
 from quantemu.simulate.program import Layer, LayerOutput
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class _Layer(Layer):
-    """The fields every lowered layer has (see :class:`quantemu.simulate.program.Layer`)."""
+    """The fields every lowered layer has (:class:`quantemu.simulate.program.Layer`'s and the
+    output encoding)."""
 
-    name: str
-    op: str
-    inputs: tuple[str, ...]
-    output: str
-    exact: bool
-    note: str
     encoding: TorchU8Encoding  # of the output tensor
 
 
@@ -70,7 +65,7 @@ def _finish(v: np.ndarray, lo: int, hi: int, fused: bool) -> tuple[np.ndarray, i
     return y, int(saturated)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class QConv2dLayer(_Layer):
     """PyTorch ``quantized::conv2d`` (``_relu``) on oneDNN: ``conv2d`` then ``requantize``.
 
@@ -96,7 +91,7 @@ class QConv2dLayer(_Layer):
         return LayerOutput(QTensor(y, self.encoding), counters, {"acc": res.acc})
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class QLinearLayer(_Layer):
     """PyTorch ``quantized::linear`` (``_relu``) on oneDNN: ``matmul`` then ``requantize``."""
 
@@ -118,7 +113,7 @@ class QLinearLayer(_Layer):
         return LayerOutput(QTensor(y, self.encoding), counters, {"acc": res.acc})
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class QAddLayer(_Layer):
     """PyTorch ``quantized::add`` (``add_relu``): ATen's float kernel (see :mod:`.lower_aten`)."""
 
@@ -137,7 +132,7 @@ class QAddLayer(_Layer):
         return LayerOutput(QTensor(y, self.encoding), {"output_saturated": saturated})
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class MaxPoolLayer(_Layer):
     """Quantized ``max_pool2d``: the maximum code of each window (padding ignored)."""
 
@@ -147,7 +142,7 @@ class MaxPoolLayer(_Layer):
         return LayerOutput(QTensor(max_pool2d(inputs[0].codes, self.params), self.encoding))
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class AvgPoolLayer(_Layer):
     """Quantized ``avg_pool2d`` (ATen's channels-last kernel, see :mod:`.lower_aten`)."""
 
@@ -170,7 +165,7 @@ class AvgPoolLayer(_Layer):
         return LayerOutput(QTensor(y, self.encoding))
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class GlobalAvgPoolLayer(_Layer):
     """Quantized ``adaptive_avg_pool2d(x, 1)`` (ATen's channels-last kernel)."""
 
@@ -181,7 +176,7 @@ class GlobalAvgPoolLayer(_Layer):
         return LayerOutput(QTensor(y, self.encoding))
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class ClampLayer(_Layer):
     """Quantized ``relu`` / ``clamp`` / ``hardtanh``: codes clamped to ``[lo, hi]``, qparams kept.
 
@@ -196,7 +191,7 @@ class ClampLayer(_Layer):
         return LayerOutput(QTensor(y, self.encoding))
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class ReshapeLayer(_Layer):
     """Flatten / Reshape / Transpose / Identity: the codes move, their values do not."""
 
@@ -217,7 +212,7 @@ class ReshapeLayer(_Layer):
         return LayerOutput(QTensor(x, self.encoding))
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class FloatFallbackLayer(_Layer):
     """A node run in float32: dequantize, the graph executor's kernel, ``quantize_per_tensor``.
 

@@ -14,6 +14,7 @@ from quantemu.backends.onednn.params import (
     MatmulApi,
     MatmulParams,
     SrcType,
+    describe_operand,
 )
 from quantemu.errors import InvalidInputError, UnsupportedError
 
@@ -93,10 +94,10 @@ def _check_operands(a: np.ndarray, b: np.ndarray, params: MatmulParams) -> None:
     if not isinstance(a, np.ndarray) or a.dtype != want or a.ndim != 2:
         raise InvalidInputError(
             f"matmul: A must be a 2-D {np.dtype(want).name} array for src_dt = "
-            f"{params.src_dt.value!r}, got {_describe(a)}"
+            f"{params.src_dt.value!r}, got {describe_operand(a)}"
         )
     if not isinstance(b, np.ndarray) or b.dtype != np.int8 or b.ndim != 2:
-        raise InvalidInputError(f"matmul: B must be a 2-D int8 array, got {_describe(b)}")
+        raise InvalidInputError(f"matmul: B must be a 2-D int8 array, got {describe_operand(b)}")
     if a.shape[1] != b.shape[0]:
         raise InvalidInputError(
             f"matmul: A is {a.shape} and B is {b.shape}: A's columns must equal B's rows"
@@ -109,9 +110,3 @@ def _check_operands(a: np.ndarray, b: np.ndarray, params: MatmulParams) -> None:
             f"point 0 only (got src_dt = {params.src_dt.value!r}, src_zero_point = "
             f"{params.src_zero_point}); use api = 'matmul'"
         )
-
-
-def _describe(x: object) -> str:
-    if isinstance(x, np.ndarray):
-        return f"{x.dtype.name} array of shape {x.shape}"
-    return type(x).__name__

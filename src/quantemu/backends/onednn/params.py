@@ -179,6 +179,13 @@ def _check_type(value: Any, cls: type, where: str) -> None:
         raise InvalidInputError(f"{where} must be a {cls.__name__}, got {type(value).__name__}")
 
 
+def describe_operand(x: object) -> str:
+    """What an operand is, for error messages: an array's dtype and shape, else its type name."""
+    if isinstance(x, np.ndarray):
+        return f"{x.dtype.name} array of shape {x.shape}"
+    return type(x).__name__
+
+
 @dataclasses.dataclass(frozen=True)
 class MatmulParams:
     """``matmul`` (page §3): raw s32 accumulators of A(M,K) · B(K,N)."""

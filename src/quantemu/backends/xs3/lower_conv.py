@@ -66,7 +66,7 @@ def pad_last(x: np.ndarray, size: int) -> np.ndarray:
     return np.pad(x, widths)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class LibnnLayer(Layer):
     """A Conv or Gemm node on one lib_nn BSO operator, with its precomputed parameters.
 
@@ -77,12 +77,6 @@ class LibnnLayer(Layer):
     activation's int8 range, applied when ``apply_act`` (``activation_clamp`` option).
     """
 
-    name: str
-    op: str
-    inputs: tuple[str, ...]
-    output: str
-    exact: bool
-    note: str
     kernel: np.ndarray
     bso: np.ndarray
     params: Any

@@ -63,16 +63,10 @@ def _reshaped(node, codes: np.ndarray) -> np.ndarray:
     return codes  # Identity, Dropout (inference)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class MoveLayer(Layer):
     """Flatten / Reshape / Transpose / Identity / Dropout on int8 codes (exact)."""
 
-    name: str
-    op: str
-    inputs: tuple[str, ...]
-    output: str
-    exact: bool
-    note: str
     node: Any
 
     def run(self, inputs: list[QTensor]) -> LayerOutput:
@@ -85,7 +79,15 @@ def lower_move(ctx: LoweringContext, node) -> Layer:
     enc = ctx.encoding(node.inputs[0])
     ctx.same_as_input(node.outputs[0], enc, str(node))
     op = "reshape" if node.op_type in ("Flatten", "Reshape") else node.op_type.lower()
-    return MoveLayer(node.name, op, (node.inputs[0],), node.outputs[0], True, "", node)
+    return MoveLayer(
+        name=node.name,
+        op=op,
+        inputs=(node.inputs[0],),
+        output=node.outputs[0],
+        exact=True,
+        note="",
+        node=node,
+    )
 
 
 _ACTIVATIONS = {
@@ -110,16 +112,10 @@ def lookup_table(op_type: str, attrs, enc_in: LinearEncoding, enc_out: LinearEnc
     return table.astype(np.int8), table != t
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class LookupLayer(Layer):
     """lib_nn ``lookup8``: ``y = table[x + 128]``."""
 
-    name: str
-    op: str
-    inputs: tuple[str, ...]
-    output: str
-    exact: bool
-    note: str
     table: np.ndarray
     clipped: np.ndarray
     encoding: LinearEncoding
@@ -138,9 +134,16 @@ def lower_lookup(ctx: LoweringContext, node) -> Layer:
     table, clipped = lookup_table(node.op_type, node.attrs, enc_in, enc_out)
     note = "table built as tflite2xcore's LegalizeXCLookupTablePass; the lookup is exact"
     return LookupLayer(
-        node.name, "lookup8", (node.inputs[0],), node.outputs[0], True, note, table, clipped,
-        enc_out,
-    )  # fmt: skip
+        name=node.name,
+        op="lookup8",
+        inputs=(node.inputs[0],),
+        output=node.outputs[0],
+        exact=True,
+        note=note,
+        table=table,
+        clipped=clipped,
+        encoding=enc_out,
+    )
 
 
 def tflite_quantize(values: np.ndarray, enc: LinearEncoding):
@@ -151,16 +154,10 @@ def tflite_quantize(values: np.ndarray, enc: LinearEncoding):
     return clipped.astype(np.int8), int(np.count_nonzero(clipped != codes))
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class FloatLayer(Layer):
     """A float fallback: dequantize, run quantemu.graph's float kernel, requantize."""
 
-    name: str
-    op: str
-    inputs: tuple[str, ...]
-    output: str
-    exact: bool
-    note: str
     node: Any
     constants: Mapping[str, np.ndarray]
     encoding: LinearEncoding
@@ -189,6 +186,13 @@ def lower_float(ctx: LoweringContext, node, why: str = "") -> Layer:
     constants = {n: ctx.const(n) for n in node.inputs if n and ctx.const(n) is not None}
     note = FALLBACK_NOTE.format(op=node.op_type) + (f" ({why})" if why else "")
     return FloatLayer(
-        node.name, f"float:{node.op_type}", ctx.data_inputs(node), node.outputs[0], False, note,
-        node, constants, enc_out,
-    )  # fmt: skip
+        name=node.name,
+        op=f"float:{node.op_type}",
+        inputs=ctx.data_inputs(node),
+        output=node.outputs[0],
+        exact=False,
+        note=note,
+        node=node,
+        constants=constants,
+        encoding=enc_out,
+    )

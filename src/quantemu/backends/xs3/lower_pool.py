@@ -90,16 +90,10 @@ class PoolGeometry:
                 ]
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class MaxPoolLayer(Layer):
     """The maximum of int8 codes over each window; padding never wins (it reads -128)."""
 
-    name: str
-    op: str
-    inputs: tuple[str, ...]
-    output: str
-    exact: bool
-    note: str
     geometry: PoolGeometry
 
     def run(self, inputs: list[QTensor]) -> LayerOutput:
@@ -123,7 +117,15 @@ def lower_maxpool(ctx: LoweringContext, node) -> Layer:
         "max of int8 codes: exact in lib_nn maxpool2d and TFLite's reference alike (outside the "
         "conformance contract)"
     )
-    return MaxPoolLayer(node.name, op, (node.inputs[0],), node.outputs[0], True, note, geometry)
+    return MaxPoolLayer(
+        name=node.name,
+        op=op,
+        inputs=(node.inputs[0],),
+        output=node.outputs[0],
+        exact=True,
+        note=note,
+        geometry=geometry,
+    )
 
 
 def avgpool_scale_shift(pixels: int) -> tuple[int, int]:
@@ -141,16 +143,10 @@ def avgpool_scale_shift(pixels: int) -> tuple[int, int]:
     return h, c + 6
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class LibnnAvgPoolLayer(Layer):
     """lib_nn ``avgpool2d`` (module docstring); VALID windows only."""
 
-    name: str
-    op: str
-    inputs: tuple[str, ...]
-    output: str
-    exact: bool
-    note: str
     geometry: PoolGeometry
     scale: int
     shift: int
@@ -195,16 +191,10 @@ def global_bias_scale_shift(enc_in: LinearEncoding, enc_out: LinearEncoding, pix
     return int(wrap(np.int64(bias), 32)), int(scale), int(shift)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class LibnnGlobalAvgLayer(Layer):
     """lib_nn ``avgpool2d_global``: ``RSHR(bias + sum(x * scale), shift)`` per channel."""
 
-    name: str
-    op: str
-    inputs: tuple[str, ...]
-    output: str
-    exact: bool
-    note: str
     bias: int
     scale: int
     shift: int
@@ -238,9 +228,17 @@ def lower_avgpool(ctx: LoweringContext, node) -> Layer | None:
         scale, shift = avgpool_scale_shift(k_h * k_w)
     note = LIBNN_NOTE.format(op="avgpool2d")
     return LibnnAvgPoolLayer(
-        node.name, "avgpool2d", (node.inputs[0],), node.outputs[0], False, note,
-        geometry, scale, shift, ctx.options.output_low,
-    )  # fmt: skip
+        name=node.name,
+        op="avgpool2d",
+        inputs=(node.inputs[0],),
+        output=node.outputs[0],
+        exact=False,
+        note=note,
+        geometry=geometry,
+        scale=scale,
+        shift=shift,
+        low=ctx.options.output_low,
+    )
 
 
 def lower_global_avgpool(ctx: LoweringContext, node) -> Layer | None:
@@ -253,6 +251,16 @@ def lower_global_avgpool(ctx: LoweringContext, node) -> Layer | None:
     bias, scale, shift = global_bias_scale_shift(enc_in, enc_out, shape[2] * shape[3])
     note = LIBNN_NOTE.format(op="avgpool2d_global")
     return LibnnGlobalAvgLayer(
-        node.name, "avgpool2d_global", (node.inputs[0],), node.outputs[0], False, note,
-        bias, scale, shift, ctx.options.output_low, enc_out, keepdims,
-    )  # fmt: skip
+        name=node.name,
+        op="avgpool2d_global",
+        inputs=(node.inputs[0],),
+        output=node.outputs[0],
+        exact=False,
+        note=note,
+        bias=bias,
+        scale=scale,
+        shift=shift,
+        low=ctx.options.output_low,
+        encoding=enc_out,
+        keepdims=keepdims,
+    )

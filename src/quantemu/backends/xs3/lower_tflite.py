@@ -92,16 +92,10 @@ def mbqm_smaller_than_one(x: np.ndarray, q: int, left_shift: int) -> np.ndarray:
     )
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class AddLayer(Layer):
     """TFLite-Micro's int8 ADD (or SUB): see the module docstring."""
 
-    name: str
-    op: str
-    inputs: tuple[str, ...]
-    output: str
-    exact: bool
-    note: str
     zero_points: tuple[int, int]
     multipliers: tuple[tuple[int, int], tuple[int, int], tuple[int, int]]  # in1, in2, out
     subtract: bool
@@ -175,16 +169,10 @@ def lower_add(ctx: LoweringContext, node) -> Layer:
     )
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class TfliteAvgPoolLayer(Layer):
     """TFLite's ``reference_integer_ops::AveragePool`` (module docstring)."""
 
-    name: str
-    op: str
-    inputs: tuple[str, ...]
-    output: str
-    exact: bool
-    note: str
     geometry: PoolGeometry
     include_pad: bool
 
@@ -221,6 +209,12 @@ def lower_tflite_avgpool(ctx: LoweringContext, node) -> Layer:
     ctx.same_as_input(node.outputs[0], enc, str(node))
     include = bool(node.attrs["count_include_pad"])
     return TfliteAvgPoolLayer(
-        node.name, "tflite:AVERAGE_POOL_2D", (node.inputs[0],), node.outputs[0], False,
-        TFLM_NOTE.format(op="AVERAGE_POOL_2D"), geometry, include,
-    )  # fmt: skip
+        name=node.name,
+        op="tflite:AVERAGE_POOL_2D",
+        inputs=(node.inputs[0],),
+        output=node.outputs[0],
+        exact=False,
+        note=TFLM_NOTE.format(op="AVERAGE_POOL_2D"),
+        geometry=geometry,
+        include_pad=include,
+    )
