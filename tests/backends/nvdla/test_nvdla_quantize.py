@@ -82,6 +82,32 @@ def test_split_scales_share_the_largest_factors_shift():
     assert scales.tolist() == [19660, -6553, 655]  # trunc(v * 65536), float32 v
 
 
+@settings(max_examples=150, deadline=None)
+@given(
+    values=st.lists(
+        st.floats(-3e4, 3e4, allow_nan=False) | st.sampled_from([0.0, 2.0**14, -(2.0**-30)]),
+        min_size=1,
+        max_size=12,
+    ),
+    how=st.sampled_from(list(ScaleSplit)),
+)
+def test_split_scales_equals_split_scale_with_the_common_shift(values, how):
+    """The vectorised split is the compiler's per-factor rule with the largest factor's shift."""
+    a32 = [abs(float(np.float32(v))) for v in values]
+    big = values[a32.index(max(a32))]
+    try:
+        _, shift = split_scale(big, how=how)
+        # shift 0 reads as "not forced" (the compiler's quirk), so a factor may then fail alone
+        expected = [split_scale(v, shift=shift, how=how)[0] for v in values]
+    except InvalidInputError:
+        with pytest.raises(InvalidInputError):
+            split_scales(values, how=how)
+        return
+    scales, got_shift = split_scales(np.array(values), how=how)
+    assert got_shift == shift
+    assert scales.tolist() == expected
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     sf=st.floats(2.0**-20, 2.0**14, exclude_max=True),

@@ -142,7 +142,7 @@ def lower_batchnorm(node: Node, ctx: Context) -> SdpLayer:
     a, b = batchnorm_affine(*params, node.attrs["epsilon"])
     s_in, enc = ctx.encoding(node.inputs[0]).scale, ctx.new_encoding(node.outputs[0])
     factors = (np.float32(s_in) * a / np.float32(enc.scale)).astype(np.float32)
-    scales, shift = split_scales(factors.tolist(), how=ctx.options.scale_split)
+    scales, shift = split_scales(factors, how=ctx.options.scale_split)
     offsets, alu_shift = program_bn_mean(-b.astype(np.float64), 2.0**shift / enc.scale)
     fields = {
         "BS_BYPASS": 0, "BS_MUL_BYPASS": 0, "BS_MUL_SRC": int(OperandSource.MEMORY),
@@ -168,7 +168,7 @@ def lower_prelu(node: Node, ctx: Context) -> SdpLayer:
     """PRelu with a constant per-channel slope -> BS PReLU (memory slopes, shared shift)."""
     channels = ctx.graph.tensors[node.inputs[0]].shape[1]
     slopes = _channel_constant(node, ctx, node.inputs[1], channels)
-    scales, shift = split_scales(slopes.tolist(), how=ScaleSplit.EXACT)
+    scales, shift = split_scales(slopes, how=ScaleSplit.EXACT)
     fields = {
         "BS_BYPASS": 0, "BS_MUL_BYPASS": 0, "BS_MUL_SRC": int(OperandSource.MEMORY),
         "BS_MUL_PRELU": 1, "BS_MUL_SHIFT_VALUE": shift,

@@ -160,7 +160,7 @@ def _sdp_fields(node: Node, ctx: Context, scales, bias) -> tuple[dict, dict]:
     factors = f32(s_in) * np.asarray(s_w, np.float32) / np.float32(s_out)
     uniform = bool(np.all(factors == factors[0]))
     if opts.rescale is Rescale.BS_MUL or (opts.rescale is Rescale.AUTO and not uniform):
-        scales, shift = split_scales(factors.tolist(), how=opts.scale_split)
+        scales, shift = split_scales(factors, how=opts.scale_split)
         fields.update(BS_MUL_BYPASS=0, BS_MUL_SHIFT_VALUE=shift)
         fields["BS_MUL_SRC"] = int(OperandSource.MEMORY)
         operands["BS_MUL"] = scales

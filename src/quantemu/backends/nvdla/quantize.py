@@ -114,21 +114,33 @@ def split_scale(
     return (-scale if s < 0 else scale), shift
 
 
-def split_scales(values: Sequence[float], **kwargs) -> tuple[np.ndarray, int]:
+def split_scales(values: Sequence[float] | np.ndarray, **kwargs) -> tuple[np.ndarray, int]:
     """Int16 scales sharing one shift, taken from the largest ``|value|`` (the compiler's rule).
 
-    Returns ``(scales, shift)``; ``scales[i] = sign(v_i) * trunc(|v_i| * 2^shift)``.
+    Returns ``(scales, shift)``; ``scales[i] = sign(v_i) * trunc(|v_i| * 2^shift)``, with every
+    ``v_i`` first rounded to float32 as in :func:`split_scale`.
 
     >>> split_scales([0.5, -0.25, 0.1], how=ScaleSplit.EXACT)
     (array([16384, -8192,  3276], dtype=int16), 15)
     """
-    v = [float(x) for x in values]
-    if not v:
+    v = np.asarray(values, dtype=np.float64).ravel()
+    if v.size == 0:
         raise InvalidInputError("split_scales: no values")
-    big = max(v, key=lambda x: abs(_f32(x)))
+    a = np.abs(v.astype(np.float32)).astype(np.float64)
+    if not np.all(np.isfinite(a)):
+        bad = v[~np.isfinite(a)][0]
+        raise InvalidInputError(f"split_scale: the factor {bad!r} is not finite")
+    big = float(v[np.argmax(a)])  # the first largest, as max() picks it
     _, shift = split_scale(big, **kwargs)
-    scales = [split_scale(x, shift=shift, **kwargs)[0] for x in v]
-    return np.array(scales, dtype=np.int16), shift
+    if not shift:
+        # The compiler reads a forced shift of 0 as "not forced": each factor is then split on
+        # its own (rare: the largest factor already needs 15 integer bits).
+        scales = [split_scale(x, shift=shift, **kwargs)[0] for x in v.tolist()]
+        return np.array(scales, dtype=np.int16), shift
+    # ldexp by a power of two is exact, trunc too; |v_i| <= |big| keeps every scale within the
+    # int16 bound split_scale(big) has already checked.
+    scale = np.trunc(np.ldexp(a, shift))
+    return np.where(v < 0, -scale, scale).astype(np.int16), shift
 
 
 def output_converter_fields(s_in: float, s_w: float, s_out: float, **kwargs) -> dict[str, int]:
