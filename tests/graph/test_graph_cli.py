@@ -100,3 +100,28 @@ def test_entry_point_inspect_demo():
         check=True,
     )
     assert "/stem/Conv" in out.stdout
+
+
+def test_lint_nnie_lists_findings_with_advice(capsys):
+    # The demo's pools use ceil_mode=0 but their sizes agree with ceil mode (warnings), and
+    # its depthwise conv is discouraged (warning): no error, exit 0.
+    assert main(["inspect", "demo", "--lint", "nnie"]) == 0
+    out = capsys.readouterr().out
+    assert "nnie model constraints" in out
+    for text in ("/depthwise/Conv", "depthwise_conv", "pool_ceil_mode", "ceil_mode=1"):
+        assert text in out
+
+
+def test_lint_nnie_error_exits_1(resnet18_file, capsys):
+    # ResNet-18's stem max pool (3x3, stride 2, pad 1 on 112x112) gives 56x56 with floor mode
+    # and 57x57 with NNIE's ceil mode: the shapes differ, so the finding is an error.
+    assert main(["inspect", str(resnet18_file), "--lint", "nnie"]) == 1
+    out = capsys.readouterr().out
+    assert "pool_ceil_mode" in out and "error" in out
+
+
+def test_lint_unknown_target_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["inspect", "demo", "--lint", "tpu"])
+    assert exc.value.code == 2
+    assert "invalid choice" in capsys.readouterr().err

@@ -1,7 +1,8 @@
-"""``quantemu inspect MODEL``: print a model's graph summary, list passes, dump after passes.
+"""``quantemu inspect MODEL``: print a model's graph summary, list passes, dump after passes,
+and (``--lint TARGET``) check a target's model constraints.
 
-Exit status: 0 on success; 1 when the model cannot be imported (the message says why);
-2 for usage errors.
+Exit status: 0 on success; 1 when the model cannot be imported (the message says why) or a
+lint finding is an error; 2 for usage errors.
 """
 
 # Everything beyond argparse is imported when the command runs, so that `quantemu` starts quickly
@@ -27,7 +28,11 @@ _DESCRIPTION = """\
 Import an ONNX model and print its graph: one row per node with input, weight and output shapes,
 parameter and MAC counts, and totals. MODEL is a .onnx file or the word 'demo' (the built-in
 digits CNN). With --optimize the default pass pipeline runs first; --dump-after PASS and
---dump-passes print the graph after passes; --passes lists the passes."""
+--dump-passes print the graph after passes; --passes lists the passes. --lint nnie lists where the
+model breaks HiSilicon NNIE's constraints (pooling ceil_mode, depthwise convolution, upsampling).
+
+Exit status: 0 on success (and with --lint, when no finding is an error); 1 when the model
+cannot be imported or a lint finding is an error; 2 for usage errors."""
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -56,8 +61,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     parser.add_argument(
         "--batch", type=int, metavar="N", help="bind a symbolic batch dimension to N"
     )
+    parser.add_argument(
+        "--lint",
+        choices=LINT_TARGETS,
+        metavar="TARGET",
+        help="also check the target's model constraints on the optimized graph and list the "
+        f"findings (targets: {', '.join(LINT_TARGETS)}); exit status 1 if any is an error",
+    )
     parser.set_defaults(run=run)
     return parser
+
+
+# Targets with a model-constraints lint (``quantemu.backends.<target>.lower.lint_graph``).
+LINT_TARGETS = ("nnie",)
 
 
 def resolve_model(text: str) -> Path:
@@ -103,14 +119,37 @@ def run(args: argparse.Namespace) -> int:
         )
         return USAGE_ERROR
     try:
-        _inspect(args, console)
+        graph = _inspect(args, console)
+        if args.lint:
+            return _lint(graph, args.lint, console)
     except QuantemuError as exc:
         print(f"quantemu inspect: error: {exc}", file=sys.stderr)
         return MODEL_ERROR
     return 0
 
 
-def _inspect(args: argparse.Namespace, console: Console) -> None:
+def _lint(graph, target: str, console: Console) -> int:
+    """Print the ``target`` lint findings of ``graph``; 1 when any finding is an error."""
+    import importlib
+
+    from rich.table import Table
+
+    from quantemu.graph.passes import optimize
+
+    lint_graph = importlib.import_module(f"quantemu.backends.{target}.lower").lint_graph
+    findings = lint_graph(optimize(graph))
+    console.rule(f"{target} model constraints")
+    if not findings:
+        console.print("no findings", highlight=False)
+        return 0
+    table = Table("node", "rule", "severity", "finding", "advice", show_lines=True)
+    for f in findings:
+        table.add_row(f.node, f.rule, f.severity.value, f.message, f.advice)
+    console.print(table)
+    return 1 if any(f.severity.value == "error" for f in findings) else 0
+
+
+def _inspect(args: argparse.Namespace, console: Console):
     from quantemu.graph.onnx_import import load_onnx
     from quantemu.graph.passes import run_passes
     from quantemu.graph.summary import print_summary
@@ -132,3 +171,4 @@ def _inspect(args: argparse.Namespace, console: Console) -> None:
             print_summary(graph, console)
     else:
         print_summary(graph, console)
+    return graph
