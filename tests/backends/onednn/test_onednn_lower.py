@@ -5,10 +5,6 @@ against PyTorch 2.13 bit for bit, errors, options and counters."""
 from __future__ import annotations
 
 import importlib.util
-import json
-import os
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
@@ -45,14 +41,15 @@ from quantemu.errors import InvalidInputError, UnsupportedError
 from quantemu.graph import load_onnx, optimize, zoo
 from quantemu.simulate.program import run_lowered
 from tests.backends.onednn.lower_models import TENSORS, model_spec, qdq_model, qparams
-from tests.backends.onednn.test_real_peer import (
+from tests.backends.onednn.peer_runner import (
     AVX512_CORE_FLAGS,
     CAPS,
-    _conv_family,
-    _impl,
-    _linear_family,
+    conv_family,
     cpu_flags,
     host_isa,
+    impl_name,
+    linear_family,
+    run_peer_script,
 )
 from tests.graph.onnx_models import model, weights
 
@@ -474,36 +471,8 @@ def test_average_pools_match_torch_on_rounding_boundaries(torch):
 def _run_model_peer(cap: str | None, tmp: Path):
     spec = model_spec()
     meta = {name: qparams(name) for name in ("x", *TENSORS)}
-    src, dst = tmp / "spec.npz", tmp / "out.npz"
-    np.savez(src, __meta__=np.array(json.dumps(meta)), **spec)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ONEDNN_", "DNNL_"))}
-    env["ONEDNN_VERBOSE"] = "1"
-    if cap:
-        env["ONEDNN_MAX_CPU_ISA"] = cap
-    proc = subprocess.run(
-        [sys.executable, str(PEER), str(src), str(dst)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    if proc.returncode:
-        pytest.fail(f"peer_model.py failed ({cap=}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    lines: dict[str, list[str]] = {}
-    current, version = None, ""
-    for line in proc.stdout.splitlines():
-        if "oneDNN v" in line and ",info," in line:
-            version = line.split("oneDNN v", 1)[1].split()[0]
-        elif line.startswith("CASE "):
-            current = line[5:]
-            lines[current] = []
-        elif line == "END":
-            current = None
-        elif current and ",exec," in line:
-            lines[current].append(line)
-    with np.load(dst) as out:
-        return spec, {k: out[k] for k in out.files}, lines, version
+    outputs, lines, version = run_peer_script(PEER, spec, meta, cap, tmp)
+    return spec, outputs, lines, version
 
 
 @pytest.mark.parametrize("cap", list(CAPS))
@@ -525,13 +494,14 @@ def test_whole_model_equals_pytorch_onednn(cap, tmp_path):
     if not version.startswith("3.12"):
         pytest.skip(f"oneDNN {version or '?'} is bundled; the emulation pins 3.12 (torch 2.13.0)")
     families = {
-        name: _conv_family(_impl(lines[name], "convolution")) for name in ("conv1", "conv2", "dw")
+        name: conv_family(impl_name(lines[name], "convolution"))
+        for name in ("conv1", "conv2", "dw")
     }
     options = {
         "isa": isa,
         "conv_impl": {name: f[0] for name, f in families.items()},
         "quantized_conv_impl": {name: f[1] for name, f in families.items()},
-        "linear_impl": {n: _linear_family(_impl(lines[n], "matmul")) for n in ("fc1", "fc2")},
+        "linear_impl": {n: linear_family(impl_name(lines[n], "matmul")) for n in ("fc1", "fc2")},
     }
     graph = optimize(load_onnx(qdq_model(spec)))
     result = run_lowered(lower(graph, {}, **options), graph.outputs, {"input": spec["x"]})

@@ -11,10 +11,6 @@ not installed, is not 2.13 (oneDNN 3.12), or the CPU lacks the ISA.
 from __future__ import annotations
 
 import importlib.util
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -23,17 +19,25 @@ import pytest
 from quantemu.backends.onednn import (
     Conv2dParams,
     ConvGeometry,
-    ConvImpl,
     Isa,
     MatmulParams,
     QuantizedConv2dParams,
-    QuantizedImpl,
     QuantizedLinearParams,
     Requantization,
     conv2d,
     matmul,
     quantized_conv2d,
     quantized_linear,
+)
+from tests.backends.onednn.peer_runner import (
+    AVX512_CORE_FLAGS,
+    CAPS,
+    conv_family,
+    cpu_flags,
+    host_isa,
+    impl_name,
+    linear_family,
+    run_peer_script,
 )
 
 PEER = Path(__file__).with_name("peer_torch.py")
@@ -42,35 +46,6 @@ PEER = Path(__file__).with_name("peer_torch.py")
 def F32(v: float) -> float:
     """The binary32 value nearest ``v``, as a Python float."""
     return float(np.float32(v))
-
-
-AVX512_CORE_FLAGS = {"avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"}
-
-
-def cpu_flags() -> set[str]:
-    """The x86 feature flags of this CPU (empty where /proc/cpuinfo is unreadable)."""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return set()
-    for line in text.splitlines():
-        if line.startswith("flags"):
-            return set(line.split(":", 1)[1].split())
-    return set()
-
-
-def host_isa(flags: set[str]) -> Isa | None:
-    """The int8 code path oneDNN takes here when uncapped (None: none that is emulated)."""
-    core = flags >= AVX512_CORE_FLAGS
-    if core and "amx_int8" in flags:
-        return Isa.AVX512_CORE_AMX
-    if core and "avx512_vnni" in flags:
-        return Isa.AVX512_CORE_VNNI
-    if "avx2" in flags and "avx_vnni" in flags:
-        return Isa.AVX2_VNNI
-    if core:
-        return Isa.AVX512_CORE
-    return Isa.AVX2 if "avx2" in flags else None
 
 
 def _rail(rng, shape, dtype, rail, frac=0.7):
@@ -136,39 +111,7 @@ def make_cases() -> tuple[dict[str, np.ndarray], dict[str, dict]]:
 def run_peer(cap: str | None, tmp: Path) -> tuple[dict[str, np.ndarray], dict[str, list[str]], str]:
     """Run the peer once; return its outputs, the exec lines per case, and the oneDNN version."""
     arrays, meta = make_cases()
-    src, dst = tmp / "cases.npz", tmp / "out.npz"
-    np.savez(src, __meta__=np.array(json.dumps(meta)), **arrays)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ONEDNN_", "DNNL_"))}
-    env["ONEDNN_VERBOSE"] = "1"
-    if cap:
-        env["ONEDNN_MAX_CPU_ISA"] = cap
-    proc = subprocess.run(
-        [sys.executable, str(PEER), str(src), str(dst)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    if proc.returncode:
-        pytest.fail(f"peer_torch.py failed ({cap=}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    lines: dict[str, list[str]] = {}
-    version, current = "", None
-    for line in proc.stdout.splitlines():
-        if "oneDNN v" in line and ",info," in line:
-            version = line.split("oneDNN v", 1)[1].split()[0]
-        elif line.startswith("CASE "):
-            current = line[5:]
-            lines[current] = []
-        elif line == "END":
-            current = None
-        elif current and ",exec," in line:
-            lines[current].append(line)
-    with np.load(dst) as out:
-        return {k: out[k] for k in out.files}, lines, version
-
-
-CAPS = {"AVX2": Isa.AVX2, "AVX512_CORE": Isa.AVX512_CORE, "unset": None}
+    return run_peer_script(PEER, arrays, meta, cap, tmp)
 
 
 @pytest.fixture(scope="module", params=list(CAPS))
@@ -193,32 +136,6 @@ def peer(request, tmp_path_factory):
     return isa, outputs, lines
 
 
-def _impl(lines: list[str], primitive: str) -> str:
-    names = [ln.split(",")[6] for ln in lines if ln.split(",")[5] == primitive]
-    assert names, f"no {primitive} exec line in {lines}"
-    return names[-1]
-
-
-def _conv_family(name: str) -> tuple[ConvImpl, QuantizedImpl]:
-    if name.startswith("jit_uni_int8"):
-        return ConvImpl.DIRECT, QuantizedImpl.JIT_UNI
-    if name.startswith("jit_int8"):
-        return ConvImpl.DIRECT, QuantizedImpl.JIT_AVX512
-    if name.startswith(("brg_conv_fwd", "brgconv_1x1", "brdgmm_dw")):
-        return ConvImpl.DIRECT, QuantizedImpl.BRGEMM  # no C/groups = 1 case: no relocation
-    if name.startswith("ref"):
-        return ConvImpl.REF, QuantizedImpl.REF
-    pytest.fail(f"convolution implementation {name!r} is not mapped to a family")
-
-
-def _linear_family(name: str) -> QuantizedImpl:
-    if name == "gemm:jit":
-        return QuantizedImpl.JIT_UNI
-    if name.startswith("brg_matmul"):
-        return QuantizedImpl.BRGEMM
-    pytest.fail(f"matmul implementation {name!r} is not mapped to a family")
-
-
 def _geometry(m: dict) -> ConvGeometry:
     ph, pw = m["padding"]
     return ConvGeometry(tuple(m["stride"]), (ph, pw, ph, pw), tuple(m["dilation"]), m["groups"])
@@ -239,13 +156,13 @@ def emulate(name: str, c: dict, m: dict, isa: Isa, lines: list[str]) -> np.ndarr
         acc = matmul(c["x"], c["w"].T, MatmulParams(isa, "u8", "matmul", m["x_zero_point"])).acc
         return acc.astype(np.float32)
     if kind == "qconv_acc":
-        family, _ = _conv_family(_impl(lines, "convolution"))
+        family, _ = conv_family(impl_name(lines, "convolution"))
         p = Conv2dParams(isa, "u8", family, _geometry(m), m["x_zero_point"])
         return conv2d(c["x"], c["w"], p).acc.astype(np.float32)
     if kind == "qlinear":
-        p = QuantizedLinearParams(isa, _linear_family(_impl(lines, "matmul")), _quant(m))
+        p = QuantizedLinearParams(isa, linear_family(impl_name(lines, "matmul")), _quant(m))
         return quantized_linear(c["x"], c["w"], p, c.get("bias")).y
-    _, family = _conv_family(_impl(lines, "convolution"))
+    _, family = conv_family(impl_name(lines, "convolution"))
     p = QuantizedConv2dParams(isa, family, _quant(m), _geometry(m))
     return quantized_conv2d(c["x"], c["w"], p, c.get("bias")).y
 
