@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from quantemu.errors import InvalidInputError
 from quantemu.simulate.encoding import QTensor
 
 HIST_RANGE = 8
@@ -48,7 +49,11 @@ class LayerAccumulator:
         ref = np.asarray(reference, dtype=np.float64)
         deq = tensor.dequantize().astype(np.float64)
         if deq.shape != ref.shape:
-            deq = deq.reshape(ref.shape)
+            # A silent reshape would scramble a layout mismatch (e.g. NHWC codes) into garbage.
+            raise InvalidInputError(
+                f"layer output {tensor.codes.shape} does not match the float tensor "
+                f"{ref.shape}; a lowering must keep codes in the graph's layout"
+            )
         err = deq - ref
         self.elements += ref.size
         self.ref_sq += float(np.sum(ref * ref))
@@ -58,7 +63,7 @@ class LayerAccumulator:
         enc = tensor.encoding
         self.encoding_text = enc.describe()
         ideal = enc.lsb_index(enc.quantize(reference.astype(np.float32)))
-        lsb = enc.lsb_index(tensor.codes).reshape(ideal.shape) - ideal
+        lsb = enc.lsb_index(tensor.codes) - ideal
         if lsb.size:
             self.max_lsb = max(self.max_lsb, int(np.abs(lsb).max()))
             self.off_by_one += int(np.count_nonzero(lsb))
