@@ -35,22 +35,32 @@ class ReluLayer(Layer):
     """ReLU on codes (exact for zero point 0); ``bump`` adds one LSB to the first element."""
 
     bump: bool = False
+    transpose: bool = False  # a layout mistake: codes (4, N) for a float tensor (N, 4)
 
     def run(self, inputs):
         codes = np.maximum(inputs[0].codes, 0).astype(np.int8)
+        if self.transpose:
+            codes = codes.T
         if self.bump:
             codes = codes.copy()
             codes.flat[0] += 1
         return LayerOutput(QTensor(codes, ENC), {"clamped": int(np.sum(inputs[0].codes < 0))})
 
 
-def _program(bump=False) -> Program:
+def _program(bump=False, transpose=False) -> Program:
     graph = optimize(
         load_onnx(model([helper.make_node("Relu", ["x"], ["y"])], {"x": ["N", 4]}, ["y"]))
     )
     ranges = calibrate(graph, np.zeros((2, 4), np.float32), progress=False)
     relu = ReluLayer(
-        name="relu", op="test:relu", inputs=("x",), output="y", exact=True, note="", bump=bump
+        name="relu",
+        op="test:relu",
+        inputs=("x",),
+        output="y",
+        exact=True,
+        note="",
+        bump=bump,
+        transpose=transpose,
     )
     lowered = LoweredModel("test", {"x": ENC}, (relu,), {"rounding": "none"})
     return Program(backend="test", graph=graph, ranges=ranges, lowered=lowered)
@@ -150,3 +160,9 @@ def test_compile_passes_a_model_option_to_the_backend():
         _program().graph, "xs3", np.ones((2, 4), np.float32), model="device", progress=False
     )
     assert "device" in " ".join(prog.header.values())
+
+
+def test_evaluate_rejects_a_layout_mismatch_instead_of_reshaping():
+    x = np.zeros((2, 4), np.float32)
+    with pytest.raises(InvalidInputError, match="graph's layout"):
+        _program(transpose=True).evaluate(x)
