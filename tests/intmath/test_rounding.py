@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from quantemu.errors import InvalidInputError
-from quantemu.intmath import reference, rounding
+from quantemu.intmath import _shift_kernels, reference, rounding
 from quantemu.intmath.policies import NegativeShift
 from tests.intmath.strategies import (
     INT64_MAX,
@@ -334,9 +334,9 @@ def test_narrow_input_rounded_in_place_across_blocks(name):
     """An int32 array is widened into a copy that each rule rounds in place (half_away and
     toward_zero block by block): a length past one block, rails and ties at the block edge."""
     fn, ref = _pair(name)
-    n = rounding._BLOCK + 5
+    n = _shift_kernels._BLOCK + 5
     x = np.random.default_rng(0).integers(-(2**31), 2**31, n, dtype=np.int64).astype(np.int32)
-    edge = rounding._BLOCK
+    edge = _shift_kernels._BLOCK
     x[edge - 3 : edge + 3] = [-(2**31), 2**31 - 1, -64, 64, -65, 63]  # ties of s = 7 included
     for s in (1, 7, 31):
         assert fn(x, s).tolist() == [ref(v, s) for v in x.tolist()], s

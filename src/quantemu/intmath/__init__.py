@@ -7,6 +7,8 @@ wrapping (:mod:`~quantemu.intmath.saturation`), fixed-point multiplies
 (:mod:`~quantemu.intmath.accumulate`), and the enums naming their variants
 (:mod:`~quantemu.intmath.policies`). :mod:`~quantemu.intmath.reference` holds the same
 primitives on plain Python ints: the specification they are tested against.
+:mod:`~quantemu.intmath.parallel` splits large arrays across cores (same results at any thread
+count).
 """
 
 from quantemu.intmath.accumulate import accumulate, accumulate_count

@@ -10,7 +10,8 @@ vectorised; when one min/max shows the results fit int32 they go through int32 (
 values are integral floats in range), otherwise through the int64 cast. float32 widths whose
 range lies within ``±2**22`` (int8, int16, ...) round and saturate in float32 and read the
 integer from the bits (:func:`_rne_saturate_small`), with no range scan; the one ``min`` scan
-that finds NaN also serves the range decisions of the other paths.
+that finds NaN also serves the range decisions of the other paths. Those two paths run chunk by
+chunk on several cores for large arrays (:mod:`quantemu.intmath.parallel`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import numpy as np
 
 from quantemu.errors import InvalidInputError
 from quantemu.intmath._arrays import INT64_MAX
+from quantemu.intmath.parallel import map_chunks, splittable
 from quantemu.intmath.policies import NanPolicy
 
 __all__ = [
@@ -182,11 +184,20 @@ def _rne_saturate_small(xa: np.ndarray, lo: int, hi: int) -> np.ndarray:
     in every case. In ``[2**23, 2**24)`` the encoding is ``bits(v) = bits(2**23) + (v - 2**23)``,
     hence ``bits(t) - bits(M) = clamp(rne(x), lo, hi)``, in int32 without overflow.
     """
+    out = np.empty(xa.shape, dtype=np.int64)
+    if splittable(xa):
+        map_chunks(lambda o, xc: _rne_saturate_small_into(o, xc, lo, hi), out, xa)
+    else:
+        _rne_saturate_small_into(out, xa, lo, hi)
+    return out
+
+
+def _rne_saturate_small_into(out: np.ndarray, xa: np.ndarray, lo: int, hi: int) -> None:
     t = np.add(xa, _F32_MAGIC, out=np.empty(xa.shape, dtype=np.float32))
     np.clip(t, np.float32(_F32_MAGIC + lo), np.float32(_F32_MAGIC + hi), out=t)
     k = t.view(np.int32)
     k -= _F32_MAGIC_BITS
-    return k.astype(np.int64)
+    out[...] = k
 
 
 def _rne_saturate_wide(xa: np.ndarray, lo: int, hi: int, xmin: float) -> np.ndarray:
@@ -255,23 +266,42 @@ def float64_to_int_round_half_away_add_truncate(x, *, bits: int = 64):
     xmin = float(xa.min()) if xa.size else 0.0  # NaN propagates: one scan finds it
     if math.isnan(xmin):
         raise _nan_count_error(func, xa, "the NVDLA model has no NaN rule: clean the data first")
-    # t = x + (x >= 0 ? +0.5 : -0.5), the half's sign taken from x's sign bit (-0.0 gets -0.5,
-    # C gives it +0.5: both truncate to 0). One buffer holds t and, at the end, the result.
-    t = np.empty(xa.shape, dtype=np.float64)
-    bits_t = t.view(np.int64)
-    np.bitwise_and(xa.view(np.int64), _SIGN_BIT, out=bits_t)
-    bits_t |= _HALF_BITS
-    t += xa  # the rounded binary64 add the C model performs
     # The C model is non-decreasing in x: its extremes come from those of x.
     tmin = _add_half_truncate(xmin)
     tmax = _add_half_truncate(xa.max()) if xa.size else 0.0
     if tmin >= -(2.0**31) and tmax < 2.0**31:
-        i32 = _clip_int32(t.astype(np.int32), lo, hi, tmin, tmax)  # C truncation toward zero
-        np.copyto(bits_t, i32)  # widen into t's buffer (t is no longer needed)
-        y = bits_t
+        y = np.empty(xa.shape, dtype=np.int64)
+        limits = (lo, hi, tmin, tmax)
+        if splittable(xa):
+            map_chunks(lambda o, xc: _add_half_truncate_into(o, xc, limits), y, xa)
+        else:
+            _add_half_truncate_into(y, xa, limits)
     else:
+        t = _add_half(xa, np.empty(xa.shape, dtype=np.float64))
         y = _saturate_integral(np.trunc(t, out=t), lo, hi)
     return int(y[()]) if scalar else y
+
+
+def _add_half(xa: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """``t = x + (x >= 0 ? +0.5 : -0.5)``, the rounded binary64 add the C model performs.
+
+    The half's sign is taken from x's sign bit (-0.0 gets -0.5, C gives it +0.5: both truncate
+    to 0), built in ``t``'s bits so that no second buffer is needed.
+    """
+    bits_t = t.view(np.int64)
+    np.bitwise_and(xa.view(np.int64), _SIGN_BIT, out=bits_t)
+    bits_t |= _HALF_BITS
+    t += xa
+    return t
+
+
+def _add_half_truncate_into(out, xa, limits: tuple[int, int, float, float]) -> None:
+    """The C model into int64 ``out`` when every truncated value is within int32: the add in
+    ``out``'s buffer read as binary64, then C's truncation through int32 (vectorised, exact).
+    ``limits``: ``(lo, hi, tmin, tmax)`` for :func:`_clip_int32`."""
+    t = _add_half(xa, out.view(np.float64))
+    i32 = _clip_int32(t.astype(np.int32), *limits)
+    np.copyto(out, i32)  # widen into the same buffer (t is no longer needed)
 
 
 def _add_half_truncate(v) -> float:

@@ -5,14 +5,9 @@ Every function here computes ``round(x / 2**shift)`` exactly on ℤ; the tie rul
 returns ``x`` unchanged. Shifts of any size are exact; for int64 operands, shifts of 64 or more
 are worked out explicitly (NumPy's ``>>`` with a count of 64 or more is not relied on).
 
-How it stays exact and fast (DESIGN principles 1 and 8). The general path works from the floor
-quotient ``q = x >> s`` and the remainder ``r = x & (2**s - 1)``; it never adds to ``x`` and so
-cannot overflow. For int64 arrays with one shift in ``[1, 62]`` a faster path adds a rounding
-bias ``c`` and shifts once, ``(x + c) >> s``, after one ``max`` shows ``max(x) + c <= 2**63 - 1``
-(every bias is ``>= 0``, so the low side cannot overflow). Half to even on ``|x| < 2**51`` rounds
-instead by one binary64 addition of a "magic" constant, exact as proved in
-:func:`_half_even_binary64`. Each pass over the data costs about as much as the arithmetic, so
-the paths count passes and avoid a second full-size temporary.
+How it stays exact and fast (DESIGN principles 1 and 8): the int64 kernels, their bounds and
+their pass counts are in :mod:`quantemu.intmath._shift_kernels`; large arrays are split across
+cores by :mod:`quantemu.intmath.parallel`, with the same results at any thread count.
 
 Negative shifts follow :class:`~quantemu.intmath.policies.NegativeShift`.
 """
@@ -23,13 +18,23 @@ import numpy as np
 
 from quantemu.errors import InvalidInputError
 from quantemu.intmath._arrays import (
-    INT64_MAX,
     INT64_MIN,
     as_int_operand,
     as_result,
     check_bits,
     dtype_bound,
 )
+from quantemu.intmath._shift_kernels import (
+    FLOOR,
+    HALF_AWAY,
+    HALF_DOWN,
+    HALF_EVEN,
+    HALF_UP,
+    TOWARD_ZERO,
+    round_from_floor,
+    round_into,
+)
+from quantemu.intmath.parallel import map_chunks, splittable
 from quantemu.intmath.policies import NegativeShift
 
 __all__ = [
@@ -42,9 +47,6 @@ __all__ = [
     "shift_right_toward_zero",
 ]
 
-HALF_UP, HALF_DOWN, HALF_EVEN, HALF_AWAY = "half_up", "half_down", "half_even", "half_away"
-FLOOR, TOWARD_ZERO = "floor", "toward_zero"
-
 
 def bad_summary(values: np.ndarray, bad: np.ndarray) -> str:
     """``'first -3, 2 of 10 values'`` for the error messages (principle 7)."""
@@ -55,38 +57,6 @@ def bad_summary(values: np.ndarray, bad: np.ndarray) -> str:
 
 
 # --- positive shifts ---------------------------------------------------------------------------
-
-
-def _round_from_floor(x, s, rule: str):
-    """Exact ``round(x / 2**s)`` from the floor quotient and the remainder.
-
-    Valid for int64 ``x`` with ``0 <= s <= 63`` and for object ``x`` (Python ints) with any
-    ``s >= 0`` (then ``s`` must be Python ints too). Bounds for int64: ``mask = 2**s - 1`` is
-    formed as ``(2**63 - 1) >> (63 - s)`` and ``half <= 2**62``; ``|q| <= 2**62`` when
-    ``s >= 1``, so ``q + 1`` fits, and ``inc`` is 0 when ``s == 0`` (``r == 0 < half == 1``).
-    """
-    if x.dtype == object:
-        if x.ndim == 0:
-            x = x.item()  # plain Python ints: NumPy bools would not add to huge ints
-        mask = (np.asarray(1, dtype=object) << s) - 1
-    else:
-        mask = np.int64(INT64_MAX) >> (63 - s)
-    q = x >> s
-    if rule == FLOOR:
-        return q
-    r = x & mask
-    if rule == TOWARD_ZERO:
-        inc = (r != 0) & (x < 0)
-    else:
-        half = (mask >> 1) + 1  # 2**(s-1); 1 when s == 0, so no tie or round-up test fires
-        if rule == HALF_UP:
-            inc = r >= half
-        elif rule == HALF_DOWN:
-            inc = r > half
-        else:
-            tie_up = (q & 1) == 1 if rule == HALF_EVEN else x >= 0
-            inc = (r > half) | ((r == half) & tie_up)
-    return q + inc
 
 
 def _shift_cap(x: np.ndarray) -> int:
@@ -111,158 +81,34 @@ def _huge_int64(x: np.ndarray, s, rule: str):
     return np.zeros(np.broadcast(x, s).shape, dtype=np.int64)
 
 
-def _fast_int64(x: np.ndarray, s: int, rule: str, xmax: int | None, owned: bool):
-    """``(x + c) >> s`` with a non-negative bias ``c``, or None when ``max(x) + c`` could overflow.
-
-    For ``1 <= s <= 62``. With ``x = q * 2**s + r``, ``0 <= r < 2**s``, and ``h = 2**(s-1)``:
-    half_up ``c = h`` (carries iff ``r >= h``); half_down ``c = h - 1`` (iff ``r > h``);
-    half_away ``c = h - [x < 0]``; half_even ``c = h - 1 + (q & 1)``;
-    toward_zero ``c = (2**s - 1) * [x < 0]`` (for ``x < 0``, ``x + c < 2**s - 1``: never overflows).
-    ``xmax``: a proven upper bound of ``x`` (skips the ``max`` scan). ``owned``: ``x`` is a
-    temporary of the caller and may be overwritten (saves an allocation, which on Linux can cost
-    more than the arithmetic: freshly mapped pages fault in).
-    """
-    half = 1 << (s - 1)
-    if rule != TOWARD_ZERO:
-        if xmax is None:
-            xmax = int(x.max()) if x.size else 0
-        if xmax > INT64_MAX - half:
-            return None
-    if owned and rule in (HALF_UP, HALF_DOWN):
-        x += half if rule == HALF_UP else half - 1
-        x >>= s
-        return x
-    if owned and rule in (HALF_AWAY, TOWARD_ZERO):
-        y = _sign_rule_in_place(x, s, rule)
-        if y is not None:
-            return y
-    if rule == HALF_UP:
-        y = x + half
-    elif rule == HALF_DOWN:
-        y = x + (half - 1)
-    elif rule == HALF_EVEN:
-        y = x >> s
-        y &= 1
-        y += half - 1
-        y += x
-    else:
-        y = x >> 63  # -1 where x < 0, else 0
-        if rule == HALF_AWAY:
-            y += half
-        else:
-            y &= (1 << s) - 1
-        y += x
-    y >>= s
-    return y
-
-
-_BLOCK = 1 << 17  # elements per block of the in-place paths: 1 MiB of int64
-
-
-def _sign_rule_in_place(x: np.ndarray, s: int, rule: str) -> np.ndarray | None:
-    """half_away or toward_zero of an owned int64 ``x`` (overflow already excluded), in place.
-
-    The sign-dependent bias of :func:`_fast_int64` needs a temporary: one block-sized buffer is
-    reused, so no second full-size array is live (two live full-size temporaries can make the
-    allocator map fresh pages on every call, which costs more than the arithmetic). Biases and
-    bounds are those of :func:`_fast_int64`. None when ``x`` has no flat view (then the caller
-    allocates).
-    """
-    flat = x.ravel(order="K")
-    if not np.may_share_memory(flat, x):
-        return None
-    half, mask = 1 << (s - 1), (1 << s) - 1
-    tmp = np.empty(min(flat.size, _BLOCK), dtype=np.int64)
-    for i in range(0, flat.size, _BLOCK):
-        xb = flat[i : i + _BLOCK]
-        tb = tmp[: xb.size]
-        np.right_shift(xb, 63, out=tb)  # -1 where x < 0, else 0
-        if rule == HALF_AWAY:
-            tb += half  # c = h - [x < 0]
-        else:
-            tb &= mask  # c = (2**s - 1) * [x < 0]
-        xb += tb
-        xb >>= s
-    return x
-
-
-# Round half to even through binary64: A = 1.5 * 2**52 and its encoding.
-_A = 1.5 * 2.0**52
-_A_BITS = np.int64(0x4338000000000000)
-_EVEN_SPAN = 2**51  # the path takes int64 x in [-2**51, 2**51)
-_EVEN_MAX_SHIFT = 51
-
-
-def _half_even_binary64(x: np.ndarray, s: int, owned: bool) -> np.ndarray:
-    """``rne(x / 2**s)`` by one binary64 addition: three passes instead of five.
-
-    For int64 ``x`` in ``[-2**51, 2**51)`` and ``1 <= s <= 51`` (the caller checks). Exact:
-
-    1. ``t = x + bits(A)`` in int64 (``0 < bits(A) - 2**51 <= t < bits(A) + 2**51 < 2**63``: no
-       overflow). ``bits(A)`` has significand field ``2**51``, so ``t`` has field
-       ``x + 2**51`` in ``[0, 2**52)`` and A's exponent: read as binary64, ``t`` is ``A + x``.
-    2. ``+= C`` in binary64, ``C = M - A`` with ``M = 1.5 * 2**(52+s)``: ``C = 3 * (2**s - 1) *
-       2**51`` has ``s + 2 <= 53`` significant bits, so it is exact, and the addition rounds the
-       exact sum ``x + M`` once, to nearest with ties to even (IEEE 754's default, which NumPy
-       never changes). ``x + M`` lies strictly inside ``[2**(52+s), 2**(53+s))``, where binary64
-       values are the multiples of ``2**s``: the sum becomes ``k * 2**s`` with
-       ``k = rne(x / 2**s + 1.5 * 2**52) = rne(x / 2**s) + 1.5 * 2**52`` (the shift by an even
-       integer keeps ties even; the significand's parity is ``k``'s, as ``2**52`` is even).
-    3. In that binade the encoding is affine with step ``2**s``, so ``bits(k * 2**s) - bits(M)
-       = k - 1.5 * 2**52 = rne(x / 2**s)``, and the int64 subtraction of two positive int64
-       encodings cannot overflow.
-    """
-    m = 1.5 * 2.0 ** (52 + s)
-    t = np.add(x, _A_BITS, out=x if owned else None)
-    f = t.view(np.float64)
-    f += m - _A
-    t -= np.float64(m).view(np.int64)
-    return t
-
-
-def _half_even(x: np.ndarray, s: int, bound: int | None, owned: bool):
-    """int64 ``rne(x / 2**s)`` for ``1 <= s <= 62``, or None when the biased add could overflow.
-
-    The binary64 path needs ``-2**51 <= x < 2**51``: from ``bound`` (a proven bound of ``|x|``)
-    or one ``min`` and one ``max`` scan; other values take the integer path of
-    :func:`_fast_int64`, which reuses the ``max``.
-    """
-    if bound is not None:
-        xmin, xmax = -bound, bound
-    elif x.size:
-        xmin, xmax = int(x.min()), int(x.max())
-    else:
-        xmin = xmax = 0
-    if s <= _EVEN_MAX_SHIFT and x.ndim and xmin >= -_EVEN_SPAN and xmax < _EVEN_SPAN:
-        return _half_even_binary64(x, s, owned)
-    return _fast_int64(x, s, HALF_EVEN, xmax, owned)
-
-
 def _right_scalar(x: np.ndarray, s: int, rule: str, bound=None, owned=False):
-    """Rounding right shift of ``x`` (int64 or object) by one ``s >= 0``."""
+    """Rounding right shift of ``x`` (int64 or object) by one ``s >= 0``.
+
+    int64 shifts in ``[1, 62]`` go through :func:`~._shift_kernels.round_into`, chunk by chunk
+    on several cores for large arrays (:mod:`~quantemu.intmath.parallel`); ``owned``: ``x`` may
+    take the result.
+    """
     if s == 0:
         return x.copy()
-    if rule == FLOOR and x.dtype != object and s <= 62:
-        return x >> s
     if x.dtype == object:
-        return _round_from_floor(x, min(s, _shift_cap(x)), rule)
+        return round_from_floor(x, min(s, _shift_cap(x)), rule)
     if s >= 64:
         return _huge_int64(x, s, rule)
     if s == 63:
-        return _round_from_floor(x, s, rule)
-    owned = owned and x.ndim > 0
-    if rule == HALF_EVEN:
-        y = _half_even(x, s, bound, owned)
+        return round_from_floor(x, s, rule)
+    out = x if owned and x.ndim else np.empty_like(x)
+    if splittable(x, out):
+        map_chunks(lambda o, xc: round_into(o, xc, s, rule, bound), out, x)
     else:
-        y = _fast_int64(x, s, rule, bound, owned)
-    return _round_from_floor(x, s, rule) if y is None else y
+        round_into(out, x, s, rule, bound)
+    return out
 
 
 def _right_array(x: np.ndarray, s: np.ndarray, rule: str):
     """Element-wise shifts ``s >= 0`` (int64 array broadcast with ``x``)."""
     if x.dtype == object:
-        return _round_from_floor(x, np.minimum(s, _shift_cap(x)).astype(object), rule)
-    y = _round_from_floor(x, np.minimum(s, 63), rule)
+        return round_from_floor(x, np.minimum(s, _shift_cap(x)).astype(object), rule)
+    y = round_from_floor(x, np.minimum(s, 63), rule)
     huge = s >= 64
     return np.where(huge, _huge_int64(x, s, rule), y) if huge.any() else y
 

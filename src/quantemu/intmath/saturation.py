@@ -6,7 +6,8 @@ hardware saturation counters accumulate.
 
 Exactness: int64 operands are clamped against bounds that fit int64 (an unsigned 64-bit upper
 bound is above every int64 value, so it is lowered to ``2**63 - 1`` without changing anything);
-object arrays (Python ints of any size) are clamped exactly with the same ufuncs.
+object arrays (Python ints of any size) are clamped exactly with the same ufuncs. Large int64 arrays
+are clamped or wrapped chunk by chunk on several cores (:mod:`quantemu.intmath.parallel`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from quantemu.intmath._arrays import INT64_MAX, as_int_operand, as_result, check_bits
+from quantemu.intmath.parallel import map_chunks, splittable
 
 __all__ = [
     "saturate",
@@ -34,6 +36,8 @@ def _clamp(x, bits: int, kind: str, func: str, *, count: bool):
     lo = 0 if kind == "unsigned" else (-hi if kind == "symmetric" else -hi - 1)
     if xa.dtype != object:
         hi = min(hi, INT64_MAX)  # no int64 value is above a larger bound: nothing changes
+        if splittable(xa):
+            return _clamp_chunked(xa, lo, hi, count=count)
         y = np.clip(xa, lo, hi)
     elif xa.ndim == 0:
         y = np.asarray(min(max(xa.item(), lo), hi), dtype=object)
@@ -44,6 +48,18 @@ def _clamp(x, bits: int, kind: str, func: str, *, count: bool):
         return y
     n = int(np.count_nonzero(np.asarray(y) != xa)) if xa.size else 0
     return y, n
+
+
+def _clamp_chunked(xa: np.ndarray, lo: int, hi: int, *, count: bool):
+    """A large int64 array clamped chunk by chunk on several cores; the counts add up."""
+
+    def kernel(out, xc):
+        np.clip(xc, lo, hi, out=out)
+        return int(np.count_nonzero(out != xc)) if count else 0
+
+    y = np.empty(xa.shape, dtype=np.int64)
+    n = sum(map_chunks(kernel, y, xa))
+    return (y, n) if count else y
 
 
 def saturate(x, bits: int):
@@ -170,13 +186,23 @@ def wrap(x, bits: int):
     xa, scalar = as_int_operand(x, func=func, name="x")
     if xa.dtype != object and bits == 64:
         return as_result(xa.copy(), scalar)
+    h = 1 << (bits - 1)
+    if xa.dtype != object and splittable(xa):
+        y = np.empty(xa.shape, dtype=np.int64)
+        map_chunks(lambda out, xc: _wrap_into(out, xc, bits, h), y, xa)
+        return y
     if xa.dtype == object and xa.ndim == 0:
         xa = xa.item()  # plain Python ints
-    h = 1 << (bits - 1)
     y = xa & ((1 << bits) - 1)
     y ^= h
     y -= h
     return as_result(y, scalar)
+
+
+def _wrap_into(out: np.ndarray, x: np.ndarray, bits: int, h: int) -> None:
+    np.bitwise_and(x, (1 << bits) - 1, out=out)
+    out ^= h
+    out -= h
 
 
 def wrap_unsigned(x, bits: int):

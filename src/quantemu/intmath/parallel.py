@@ -1,0 +1,151 @@
+"""Element-wise kernels over large arrays, split into contiguous chunks run on several cores.
+
+Why: an intmath primitive is a few NumPy passes over its operands, and NumPy runs each pass on
+one core. NumPy releases the GIL inside its numeric loops, so chunks of one array can run their
+passes on different cores at once; on large arrays (the requantization of a whole feature map)
+that divides the time by about the number of cores.
+
+Exact at any thread count: a kernel maps each output element from the same element of its
+inputs, and every kernel is exact on any sub-array, its own range scan included (a chunk whose
+scan cannot rule out an int64 overflow takes its exact path on its own). So results never depend
+on the number of threads or on where the chunks start; the tests check this against the
+Python-int references with ``==``.
+
+The number of threads is a resource setting, not an arithmetic variant: :func:`set_threads`
+and :func:`limit_threads` change speed only. Arrays below ``2 * MIN_CHUNK`` elements run on
+the calling thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from quantemu.errors import InvalidInputError
+
+__all__ = ["MIN_CHUNK", "limit_threads", "map_chunks", "set_threads", "threads"]
+
+MIN_CHUNK = 1 << 17  # elements: below this a chunk costs less than handing it to a thread
+_MAX_DEFAULT = 8  # cores beyond this gain little: the passes become memory-bound
+
+_lock = threading.Lock()
+_state: dict = {"threads": None, "pool": None, "workers": 0, "pid": None}
+
+
+def _available_cores() -> int:
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        n = os.cpu_count() or 1
+    return max(1, min(n, _MAX_DEFAULT))
+
+
+def threads() -> int:
+    """How many threads the primitives use on large arrays (the calling thread included).
+
+    Defaults to the cores this process may run on, at most 8.
+
+    >>> threads() >= 1
+    True
+    """
+    n = _state["threads"]
+    return _available_cores() if n is None else n
+
+
+def set_threads(n: int | None) -> int:
+    """Use ``n`` threads (``1``: the calling thread only; ``None``: the default); returns the
+    previous setting. Results are the same for every ``n``.
+
+    >>> previous = set_threads(1)
+    >>> threads()
+    1
+    >>> _ = set_threads(previous)
+    """
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        raise InvalidInputError(
+            f"set_threads: n must be a positive int or None (the default), got {n!r}"
+        )
+    with _lock:
+        previous = threads()
+        _state["threads"] = n
+    return previous
+
+
+@contextlib.contextmanager
+def limit_threads(n: int | None) -> Iterator[None]:
+    """Within the block, use ``n`` threads (see :func:`set_threads`).
+
+    >>> with limit_threads(1):
+    ...     threads()
+    1
+    """
+    previous = _state["threads"]
+    set_threads(n)
+    try:
+        yield
+    finally:
+        _state["threads"] = previous
+
+
+def _pool(workers: int) -> ThreadPoolExecutor:
+    """The shared pool, made again after a fork (a child inherits no worker threads)."""
+    with _lock:
+        pool = _state["pool"]
+        forked = _state["pid"] != os.getpid()
+        if pool is None or forked or _state["workers"] < workers:
+            if pool is not None and not forked:
+                pool.shutdown(wait=False)  # idle: its threads exit; running chunks finish
+            pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="quantemu")
+            _state.update(pool=pool, workers=workers, pid=os.getpid())
+        return pool
+
+
+def chunk_count(size: int) -> int:
+    """How many chunks an array of ``size`` elements is split into (1: not split)."""
+    return max(1, min(threads(), size // MIN_CHUNK))
+
+
+def map_chunks(kernel: Callable[..., object], out: np.ndarray, *inputs: np.ndarray) -> list:
+    """``kernel(out_chunk, *input_chunks)`` over matching contiguous chunks; the kernels' returns.
+
+    ``out`` and ``inputs`` must be C-contiguous arrays of one shape (``out`` may be one of the
+    inputs: a kernel then works in place). The calling thread runs the first chunk while the
+    pool runs the others; an exception in any chunk is raised after all have finished.
+    """
+    flat_out = out.reshape(-1)
+    flat_in = [a.reshape(-1) for a in inputs]
+    n = chunk_count(flat_out.size)
+    if n == 1:
+        return [kernel(flat_out, *flat_in)]
+    edges = [flat_out.size * i // n for i in range(n + 1)]
+    parts = [(flat_out[a:b], *(f[a:b] for f in flat_in)) for a, b in itertools.pairwise(edges)]
+    futures = [_pool(n - 1).submit(kernel, *part) for part in parts[1:]]
+    results, error = [], None
+    try:
+        results.append(kernel(*parts[0]))
+    except BaseException as exc:  # the others still write into out: wait for them first
+        error = exc
+    for future in futures:
+        try:
+            results.append(future.result())
+        except BaseException as exc:
+            error = error or exc
+    if error is not None:
+        raise error
+    return results
+
+
+def splittable(*arrays: np.ndarray) -> bool:
+    """True when the arrays share one shape, are C-contiguous and large enough to split."""
+    first = arrays[0]
+    return (
+        first.ndim > 0
+        and chunk_count(first.size) > 1
+        and all(a.shape == first.shape and a.flags.c_contiguous for a in arrays)
+    )
