@@ -38,3 +38,23 @@ def test_module_entry_point():
         check=True,
     )
     assert out.stdout.strip() == f"quantemu {__version__}"
+
+
+def test_threads_option_applies_to_the_subcommand_only(monkeypatch):
+    from quantemu.conformance import command
+    from quantemu.intmath import parallel
+
+    seen = []
+    monkeypatch.setattr(command, "run", lambda args: seen.append(parallel.threads()) or 0)
+    before = parallel.threads()
+    assert main(["--threads", "1", "conformance"]) == 0
+    assert seen == [1]
+    assert parallel.threads() == before
+
+
+@pytest.mark.parametrize("bad", ["0", "-2", "two"])
+def test_threads_option_rejects_non_positive_counts(bad, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--threads", bad, "conformance"])
+    assert exc.value.code == 2
+    assert f"expected a positive integer, got {bad!r}" in capsys.readouterr().err

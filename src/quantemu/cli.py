@@ -14,6 +14,7 @@ from quantemu import __version__
 from quantemu.calibration import command as calibrate_command
 from quantemu.conformance import command as conformance_command
 from quantemu.graph import command as inspect_command
+from quantemu.intmath import parallel
 from quantemu.simulate import demo_command, run_command
 
 _SUBCOMMANDS = (
@@ -31,10 +32,27 @@ def build_parser() -> argparse.ArgumentParser:
         description="Bit-exact emulation of quantized inference targets.",
     )
     parser.add_argument("--version", action="version", version=f"quantemu {__version__}")
+    parser.add_argument(
+        "--threads",
+        type=_positive_int,
+        metavar="N",
+        help="threads the integer primitives use on large arrays (default: the available "
+        f"cores, at most 8; here {parallel.threads()}); results do not depend on it",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in _SUBCOMMANDS:
         module.add_parser(sub)
     return parser
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -43,7 +61,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
-    return int(args.run(args))
+    if args.threads is None:
+        return int(args.run(args))
+    with parallel.limit_threads(args.threads):
+        return int(args.run(args))
 
 
 if __name__ == "__main__":
