@@ -3,14 +3,22 @@
 Run: ``python bench/intmath.py`` (with quantemu installed, or ``PYTHONPATH=src``).
 
 Each primitive runs on 10**6-element arrays with realistic values (int32-range accumulators,
-16-bit scales, float activations) and is timed best-of-N, interleaved with a NumPy baseline of
-the same size in the same run: ``np.right_shift(x, 7)`` for the integer primitives and
-``np.rint`` on the same float array for the conversions. Ratios (baseline time / primitive
-time; 1.0 = as fast as the baseline) are printed rather than absolute times: this is about
-relative cost on whatever machine runs it. The target is >= 0.3 for every primitive.
+16-bit scales, float activations) and is timed best-of-N, interleaved with a plain NumPy
+baseline of the same size in the same run. Ratios (baseline time / primitive time; 1.0 = as
+fast as the baseline) are printed rather than absolute times: this is about relative cost on
+whatever machine runs it. The target is >= 0.3 for every primitive.
 
-The conversions return int64 from a float32/float64 input, so they also show the ratio to
-``np.rint(x).astype(np.int64)`` (NumPy's own route to the same output type), for context.
+Baselines: the one plain NumPy operation each primitive cannot do without, on the same operands
+and with the same output type. ``np.right_shift(x, 7)`` for the rounding shifts, saturation and
+wrapping; ``np.multiply`` (to int64) for the fixed-point multiplies; NumPy's own conversion to
+int64, ``x.astype(np.int64)``, for the float conversions (they read floats and write int64).
+The "1 pass" column is the ratio to a single NumPy pass over the first operand, whatever the
+primitive: ``np.right_shift(x, 7)`` for integers, ``np.rint(x)`` for floats (which writes
+floats: half the bytes of an int64 result for float32).
+
+The primitives split large arrays across threads (:mod:`quantemu.intmath.parallel`; the
+baselines are single-threaded NumPy calls). The "1 thread" column repeats each measurement with
+``limit_threads(1)``: the cost of the NumPy passes alone.
 """
 
 from __future__ import annotations
@@ -21,27 +29,30 @@ import numpy as np
 
 from _timing import best_of, paired_best_of
 from quantemu import intmath as im
+from quantemu.intmath import parallel
 
 TARGET = 0.3
 
 
-def _cases(size: int, shift: int, seed: int):
+def _cases(size: int, shift: int, seed: int) -> list[tuple]:
+    """``(name, primitive, baseline name, baseline, one NumPy pass over the first operand)``."""
     rng = np.random.default_rng(seed)
     x = rng.integers(-(2**31), 2**31, size=size, dtype=np.int64)  # int32-ish accumulators
     b = rng.integers(-(2**15), 2**15, size=size, dtype=np.int64)  # 16-bit multipliers
     x32, b16 = x.astype(np.int32), b.astype(np.int16)  # the same values in their storage types
     f32 = (rng.standard_normal(size) * 100).astype(np.float32)  # activations; some saturate s8
     f64 = rng.standard_normal(size) * 1e4
-    int_base = (f"np.right_shift(x, {shift})", lambda: np.right_shift(x, shift))
-    f32_base = ("np.rint(x32)", lambda: np.rint(f32))
-    f64_base = ("np.rint(x64)", lambda: np.rint(f64))
+    shift_name = f"np.right_shift(x, {shift})"
 
-    def shifted(name):
+    def shifted():
+        return np.right_shift(x, shift)
+
+    def rounding(name):
         f = getattr(im, name)
         return lambda: f(x, shift)
 
-    cases = [
-        (name, shifted(name), int_base)
+    integer = [
+        (f"{name}(x, {shift})", rounding(name))
         for name in (
             "shift_right_round_half_up",
             "shift_right_round_half_down",
@@ -51,37 +62,44 @@ def _cases(size: int, shift: int, seed: int):
             "shift_right_toward_zero",
         )
     ]
+    integer += [
+        ("saturate(x, 16)", lambda: im.saturate(x, 16)),
+        ("saturate_symmetric(x, 16)", lambda: im.saturate_symmetric(x, 16)),
+        ("saturate_count(x, 16)", lambda: im.saturate_count(x, 16)),
+        ("wrap(x, 16)", lambda: im.wrap(x, 16)),
+    ]
+    cases = [(name, fn, shift_name, shifted, shifted) for name, fn in integer]
     cases += [
-        ("saturate(x, 16)", lambda: im.saturate(x, 16), int_base),
-        ("saturate_symmetric(x, 16)", lambda: im.saturate_symmetric(x, 16), int_base),
-        ("saturate_count(x, 16)", lambda: im.saturate_count(x, 16), int_base),
-        ("wrap(x, 16)", lambda: im.wrap(x, 16), int_base),
         (
             "multiply_shift_right_round_half_up(x, b, 14)",
             lambda: im.multiply_shift_right_round_half_up(x, b, 14),
-            int_base,
+            "np.multiply(x, b)",
+            lambda: np.multiply(x, b),
+            shifted,
         ),
         (
             "multiply_shift_right_round_half_up(x:i32, b:i16, 14)",
             lambda: im.multiply_shift_right_round_half_up(x32, b16, 14),
-            int_base,
+            "np.multiply(x, b, dtype=int64)",
+            lambda: np.multiply(x32, b16, dtype=np.int64),
+            shifted,
         ),
         (
             "float32_to_int_round_half_even_saturate(x32, 8)",
             lambda: im.float32_to_int_round_half_even_saturate(f32, 8),
-            f32_base,
+            "x32.astype(np.int64)",
+            lambda: f32.astype(np.int64),
+            lambda: np.rint(f32),
         ),
         (
             "float64_to_int_round_half_away_add_truncate(x64)",
             lambda: im.float64_to_int_round_half_away_add_truncate(f64),
-            f64_base,
+            "x64.astype(np.int64)",
+            lambda: f64.astype(np.int64),
+            lambda: np.rint(f64),
         ),
     ]
-    context = {
-        "float32_to_int_round_half_even_saturate(x32, 8)": lambda: np.rint(f32).astype(np.int64),
-        "float64_to_int_round_half_away_add_truncate(x64)": lambda: np.rint(f64).astype(np.int64),
-    }
-    return cases, context
+    return cases
 
 
 def main(argv=None) -> int:
@@ -92,23 +110,21 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--only", default="", help="run the primitives whose name contains this")
     args = parser.parse_args(argv)
-    cases, context = _cases(args.size, args.shift, args.seed)
-    cases = [case for case in cases if args.only in case[0]]
+    cases = [case for case in _cases(args.size, args.shift, args.seed) if args.only in case[0]]
     print(
         f"quantemu.intmath, {args.size} elements, best of {args.repeat}, ratio = baseline time "
-        f"/ primitive time (target >= {TARGET})"
+        f"/ primitive time (target >= {TARGET}); {parallel.threads()} thread(s)"
     )
-    print(f"{'primitive':<52} {'baseline':<22} {'ratio':>6}  {'vs rint+astype':>14}")
+    print(f"{'primitive':<52} {'baseline':<30} {'ratio':>6} {'1 thread':>9} {'1 pass':>7}")
     below = []
-    for name, fn, (base_name, base) in cases:
+    for name, fn, base_name, base, one_pass in cases:
         tf, tb = paired_best_of(fn, base, args.repeat)
+        with parallel.limit_threads(1):
+            t1, tb1 = paired_best_of(fn, base, args.repeat)
         ratio = tb / tf
-        extra = ""
-        if name in context:
-            tc = best_of(context[name], args.repeat)
-            extra = f"{tc / tf:14.2f}"
+        tp = best_of(one_pass, args.repeat)
         flag = "" if ratio >= TARGET else "  < target"
-        print(f"{name:<52} {base_name:<22} {ratio:6.2f}  {extra}{flag}")
+        print(f"{name:<52} {base_name:<30} {ratio:6.2f} {tb1 / t1:9.2f} {tp / tf:7.2f}{flag}")
         if ratio < TARGET:
             below.append(name)
     if below:
