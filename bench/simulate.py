@@ -26,6 +26,7 @@ from quantemu.backends.registry import known_backends
 from quantemu.errors import QuantemuError
 from quantemu.graph import load_onnx, optimize
 from quantemu.graph.zoo import resnet18
+from quantemu.intmath import parallel
 
 TARGET = 5.0
 TARGETED = ("xs3", "nvdla", "onednn")
@@ -62,7 +63,9 @@ def main() -> int:
     parser.add_argument(
         "--backend", action="append", choices=known_backends(), help="only these (repeatable)"
     )
-    parser.add_argument("--threads", type=int, help="limit onnxruntime and BLAS threads")
+    parser.add_argument(
+        "--threads", type=int, help="limit onnxruntime, BLAS and quantemu.intmath threads"
+    )
     args = parser.parse_args()
 
     from quantemu.calibration.api import calibrate  # noqa: PLC0415 (keeps start-up light)
@@ -82,7 +85,7 @@ def main() -> int:
     )
     session = _session(model, args.threads)
     worst = 0.0
-    with _blas_threads(args.threads):
+    with _blas_threads(args.threads), parallel.limit_threads(args.threads):
         for backend in args.backend or known_backends():
             try:
                 t0 = time.perf_counter()
