@@ -195,7 +195,8 @@ def test_set_threads_rejects_bad_counts(bad):
 def test_set_threads_and_limit_threads_restore():
     saved = parallel._state["threads"]
     try:
-        parallel.set_threads(2)
+        parallel._state["threads"] = None
+        assert parallel.set_threads(2) is None  # the previous setting: the default
         assert parallel.threads() == 2
         with parallel.limit_threads(1):
             assert parallel.threads() == 1

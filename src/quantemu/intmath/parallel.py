@@ -58,9 +58,10 @@ def threads() -> int:
     return _available_cores() if n is None else n
 
 
-def set_threads(n: int | None) -> int:
+def set_threads(n: int | None) -> int | None:
     """Use ``n`` threads (``1``: the calling thread only; ``None``: the default); returns the
-    previous setting. Results are the same for every ``n``.
+    previous setting (``None`` when it was the default), which ``set_threads`` restores.
+    Results are the same for every ``n``.
 
     >>> previous = set_threads(1)
     >>> threads()
@@ -72,7 +73,7 @@ def set_threads(n: int | None) -> int:
             f"set_threads: n must be a positive int or None (the default), got {n!r}"
         )
     with _lock:
-        previous = threads()
+        previous = _state["threads"]
         _state["threads"] = n
     return previous
 
