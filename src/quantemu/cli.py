@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from quantemu import __version__
+from quantemu._argtypes import positive_int
 from quantemu.calibration import command as calibrate_command
 from quantemu.conformance import command as conformance_command
 from quantemu.graph import command as inspect_command
@@ -34,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"quantemu {__version__}")
     parser.add_argument(
         "--threads",
-        type=_positive_int,
+        type=positive_int,
         metavar="N",
         help="threads the integer primitives use on large arrays (default: the available "
         f"cores, at most 8; here {parallel.threads()}); results do not depend on it",
@@ -43,16 +44,6 @@ def build_parser() -> argparse.ArgumentParser:
     for module in _SUBCOMMANDS:
         module.add_parser(sub)
     return parser
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:

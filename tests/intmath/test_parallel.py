@@ -24,15 +24,8 @@ from tests.intmath.strategies import (
     int_arrays,
     shifts,
 )
+from tests.intmath.test_rounding import NAMES as ROUNDING
 
-ROUNDING = [
-    "shift_right_round_half_up",
-    "shift_right_round_half_down",
-    "shift_right_round_half_away",
-    "shift_right_round_half_even",
-    "shift_right_floor",
-    "shift_right_toward_zero",
-]
 CLAMPS = ["saturate", "saturate_symmetric", "saturate_unsigned"]
 
 

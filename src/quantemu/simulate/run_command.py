@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from quantemu._argtypes import positive_int
 from quantemu.backends.registry import known_backends
 from quantemu.calibration.observers import OBSERVERS
 from quantemu.errors import InvalidInputError, QuantemuError
@@ -100,23 +101,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--observer", choices=OBSERVERS, default="minmax", help="default: minmax")
     p.add_argument("--report", metavar="FILE.html", help="write the HTML report (matplotlib)")
     p.add_argument("--json", metavar="FILE.json", help="write the results as JSON (- for stdout)")
-    p.add_argument("--batch-size", type=_positive_int, default=64, metavar="N", help="default 64")
+    p.add_argument("--batch-size", type=positive_int, default=64, metavar="N", help="default 64")
     p.add_argument(
         "--no-layers", action="store_true", help="print the summary without the per-layer table"
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars or status lines")
     p.set_defaults(run=run)
     return p
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
 
 
 # -- options ------------------------------------------------------------------------------------
