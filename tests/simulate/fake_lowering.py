@@ -1,24 +1,25 @@
 """A stand-in lowering for tests of the simulation front end, reports and commands.
 
-``fake_lowering_module(backend)`` returns an object with a ``lower(graph, ranges, **options)``
-like a backend's ``lower.py``: every node runs in float on dequantized inputs and its output is
-quantized to int8 with an affine encoding from the calibrated range. Convolutions are marked
-exact (op ``fake_conv``), everything else is a float fallback, so reports see both kinds. Each
-layer counts the outputs that fell outside the calibrated range as ``output_saturation``.
-The only option is ``isa`` (accepted for the ``onednn`` name, an error elsewhere).
+``install_fake_backends(monkeypatch)`` replaces every registered backend with a
+:func:`fake_spec`, whose lowering is :func:`lower`: every node runs in float on dequantized
+inputs and its output is quantized to int8 with an affine encoding from the calibrated
+range. Convolutions are marked exact (op ``fake_conv``), everything else is a float
+fallback, so reports see both kinds. Each layer counts the outputs that fell outside the
+calibrated range as ``output_saturation``. The only option is ``isa`` (accepted for the
+``onednn`` name, an error elsewhere).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import SimpleNamespace
-from typing import Any
+from typing import Any, ClassVar  # noqa: F401 (ClassVar: the generated options classes)
 
 import numpy as np
 
-from quantemu.errors import InvalidInputError
+from quantemu.backends.registry import BackendSpec
 from quantemu.graph.executor import run_node
-from quantemu.simulate import Layer, LayerOutput, LinearEncoding, LoweredModel, QTensor
+from quantemu.program import Layer, LayerOutput, LinearEncoding, LoweredModel, QTensor
+from quantemu.program.options import LoweringOptions
 
 
 def _encoding(low: float, high: float) -> LinearEncoding:
@@ -33,7 +34,7 @@ class FloatLayer(Layer):
     consts: Any
     encoding: LinearEncoding
 
-    def run(self, inputs: list[QTensor]) -> LayerOutput:
+    def compute(self, inputs: list[QTensor]) -> LayerOutput:
         values = iter(q.dequantize() for q in inputs)
         args = [
             None if not n else (self.consts[n] if n in self.consts else next(values))
@@ -48,9 +49,6 @@ class FloatLayer(Layer):
 
 
 def lower(graph, ranges, backend: str = "fake", **options) -> LoweredModel:
-    unknown = set(options) - ({"isa"} if backend == "onednn" else set())
-    if unknown:
-        raise InvalidInputError(f"{backend}: unknown option(s) {sorted(unknown)}")
     layers = []
     for node in graph.nodes:
         exact = node.op_type == "Conv"
@@ -75,16 +73,38 @@ def lower(graph, ranges, backend: str = "fake", **options) -> LoweredModel:
     )
 
 
-def fake_lowering_module(backend: str):
-    """A module-like object whose ``lower`` is :func:`lower` for ``backend``."""
-    from quantemu.backends.registry import known_backends
+def _options_class(backend: str) -> type[LoweringOptions]:
+    """Typed options like a real backend's: ``isa`` for the ``onednn`` name, none elsewhere."""
+    annotations = {"backend": "ClassVar[str]"}
+    namespace: dict[str, Any] = {"backend": backend, "__annotations__": annotations}
+    if backend == "onednn":
+        annotations["isa"] = "str | None"
+        namespace["isa"] = None
+    return dataclass(frozen=True)(type(f"Fake{backend}Options", (LoweringOptions,), namespace))
 
-    if backend not in known_backends():
-        raise InvalidInputError(
-            f"unknown backend {backend!r}; choose one of {', '.join(known_backends())}"
-        )
 
-    def lower_for(graph, ranges, **options):
-        return lower(graph, ranges, backend, **options)
+def fake_spec(backend: str, error: Exception | None = None) -> BackendSpec:
+    """A registry entry for ``backend`` that lowers with :func:`lower` (or raises ``error``)."""
 
-    return SimpleNamespace(lower=lower_for, __name__=f"fake.{backend}.lower")
+    def lower_for(graph, ranges, options):
+        if error is not None:
+            raise error
+        given = {k: v for k, v in options.describe().items() if getattr(options, k) is not None}
+        return lower(graph, ranges, backend, **given)
+
+    return BackendSpec(
+        name=backend,
+        target="fake target (tests)",
+        scheme="fake scheme (tests)",
+        options=_options_class(backend),
+        lower=lower_for,
+        header=lambda options: {},
+    )
+
+
+def install_fake_backends(monkeypatch, errors: dict[str, Exception] | None = None) -> None:
+    """Replace every registered backend with :func:`fake_spec` for the test's duration."""
+    from quantemu.backends import registry
+
+    for name in registry.known_backends():
+        monkeypatch.setitem(registry._BACKENDS, name, fake_spec(name, (errors or {}).get(name)))

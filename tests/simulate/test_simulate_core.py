@@ -37,7 +37,7 @@ class ReluLayer(Layer):
     bump: bool = False
     transpose: bool = False  # a layout mistake: codes (4, N) for a float tensor (N, 4)
 
-    def run(self, inputs):
+    def compute(self, inputs):
         codes = np.maximum(inputs[0].codes, 0).astype(np.int8)
         if self.transpose:
             codes = codes.T

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import time
 
 import pytest
-from fake_lowering import fake_lowering_module
+from fake_lowering import install_fake_backends
 
 from quantemu.backends.registry import known_backends
 from quantemu.cli import main
@@ -33,12 +32,8 @@ def test_demo_reports_and_json(fake_backends, capsys, tmp_path):
 
 
 def test_demo_keeps_going_when_a_backend_fails(monkeypatch, capsys, tmp_path):
-    def lowering(backend):
-        if backend == "nvdla":
-            raise UnsupportedError("nvdla: LRN is not supported here (test)")
-        return fake_lowering_module(backend)
-
-    monkeypatch.setattr("quantemu.simulate.compile.lowering_module", lowering)
+    error = UnsupportedError("nvdla: LRN is not supported here (test)")
+    install_fake_backends(monkeypatch, {"nvdla": error})
     code = main(["demo", "-q", "--json", str(tmp_path / "d.json")])
     out, err = capsys.readouterr()
     assert code == 1 and err == ""
@@ -58,14 +53,14 @@ def test_demo_layers_and_one_backend(fake_backends, capsys):
 
 
 def test_demo_on_the_real_backends(capsys, tmp_path):
-    """The whole flow, as the README's first command runs it, on every lowering that exists."""
-    start = time.perf_counter()
+    """The whole flow, as the README's first command runs it, on every lowering that exists.
+
+    What it computes is checked here; how long it takes is measured by ``bench/demo.py``.
+    """
     code = main(["demo", "-q", "--json", str(tmp_path / "demo.json")])
-    seconds = time.perf_counter() - start
     out, _ = capsys.readouterr()
     present = [b for b in known_backends() if _lowered(b)]
     assert code == (0 if len(present) == len(known_backends()) else 1), out
-    assert seconds < 60
     evaluations = {
         ev["backend"]: ev for ev in json.loads((tmp_path / "demo.json").read_text())["evaluations"]
     }

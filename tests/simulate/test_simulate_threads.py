@@ -23,6 +23,7 @@ def resnet():
 
 
 # onednn's and nnie's layers compute with their own NumPy kernels, not the chunked primitives.
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["xs3", "nvdla"])
 def test_every_tensor_and_counter_is_the_same_at_any_split(resnet, backend, monkeypatch):
     """Tiny chunks over 3 threads split nearly every tensor of a ResNet-18: every layer's codes

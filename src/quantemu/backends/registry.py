@@ -12,46 +12,77 @@ A lookup miss raises :class:`~quantemu.errors.RegistryError` listing what is reg
 from __future__ import annotations
 
 import contextlib
-import enum
-import importlib
-import importlib.util
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from quantemu.errors import RegistryError
+from quantemu.errors import InvalidInputError, RegistryError
+from quantemu.program.model import LoweredModel
+from quantemu.program.options import LoweringOptions
 
 Outputs = Mapping[str, "np.ndarray | int"]
 OpFunction = Callable[[Mapping[str, np.ndarray], Mapping[str, Any]], Outputs]
 
 
-class Backend(enum.Enum):
-    """The inference targets quantemu knows of (``DESIGN.md``, table of backends)."""
+@dataclass(frozen=True)
+class BackendSpec:
+    """Everything the rest of quantemu needs to know about one backend, registered once.
 
-    XS3 = "xs3"
-    NVDLA = "nvdla"
-    ONEDNN = "onednn"
-    NNIE = "nnie"
-
-
-def _discover() -> dict[Backend, str]:
-    """Backends whose package ``quantemu.backends.<name>`` exists.
-
-    Such a package registers its operators when imported. A backend named in :class:`Backend`
-    without a package is known but not implemented yet; its vectors are reported as unsupported
-    with that reason.
+    ``name``: the backend's name (``--backend NAME``). ``target``: one line, what it emulates.
+    ``scheme``: one line, its quantization scheme. ``options``: its lowering options class (a
+    :class:`~quantemu.program.options.LoweringOptions`). ``lower(graph, ranges, options)``:
+    lowers an optimized, calibrated graph with an ``options`` instance into a
+    :class:`~quantemu.program.LoweredModel`. ``header(options)``: every result-changing choice,
+    for report headers. ``lint(graph)``: the target's model-constraints lint (a list of
+    findings with ``severity``, ``node``, ``message`` and ``advice``), or None.
     """
-    found = {}
-    for backend in Backend:
-        module = f"{__package__}.{backend.value}"
-        if importlib.util.find_spec(module) is not None:
-            found[backend] = module
-    return found
+
+    name: str
+    target: str
+    scheme: str
+    options: type[LoweringOptions]
+    lower: Callable[[Any, Mapping[str, Any], Any], LoweredModel]
+    header: Callable[[Any], Mapping[str, str]]
+    lint: Callable[[Any], Sequence[Any]] | None = None
+
+    def parse_options(self, options: Mapping[str, Any] | LoweringOptions | None) -> Any:
+        """``options`` as this backend's options class (from a mapping of values or text)."""
+        if isinstance(options, self.options):
+            return options
+        return self.options.from_mapping(options or {})
 
 
-_IMPLEMENTED: dict[Backend, str] = _discover()
+_BACKENDS: dict[str, BackendSpec] = {}
+
+
+def register_backend(spec: BackendSpec) -> BackendSpec:
+    """Register ``spec`` (:mod:`quantemu.backends.catalog` does it for every shipped backend)."""
+    if spec.name in _BACKENDS and _BACKENDS[spec.name] is not spec:
+        raise RegistryError(f"backend {spec.name!r} is already registered")
+    _BACKENDS[spec.name] = spec
+    return spec
+
+
+def _catalog() -> dict[str, BackendSpec]:
+    # The catalog imports every backend package, which import this module: import it late.
+    from quantemu.backends import catalog  # noqa: F401, PLC0415
+
+    return _BACKENDS
+
+
+def backend_specs() -> list[BackendSpec]:
+    """Every registered backend, in registration order."""
+    return list(_catalog().values())
+
+
+def backend_spec(name: str) -> BackendSpec:
+    """The backend ``name``; an unknown name is an error listing the registered ones."""
+    specs = _catalog()
+    if name not in specs:
+        raise InvalidInputError(f"unknown backend {name!r}; choose one of {', '.join(specs)}")
+    return specs[name]
 
 
 @dataclass(frozen=True)
@@ -68,13 +99,13 @@ class OpEntry:
 _REGISTRY: dict[tuple[str, str], OpEntry] = {}
 
 
-def register(backend: Backend | str, op: str, *, attrs: frozenset[str] | set[str] | tuple = ()):
+def register(backend: str, op: str, *, attrs: frozenset[str] | set[str] | tuple = ()):
     """Decorator: register ``fn`` as the implementation of ``(backend, op)``.
 
     ``attrs`` lists every attribute name the operator accepts. Registering the same pair twice
     is an error, because it would silently replace an implementation.
     """
-    name = Backend(backend).value
+    name = str(backend)
 
     def decorate(fn: OpFunction) -> OpFunction:
         key = (name, op)
@@ -90,25 +121,19 @@ def register(backend: Backend | str, op: str, *, attrs: frozenset[str] | set[str
     return decorate
 
 
-def load_backends(only: str | None = None) -> None:
-    """Import every implemented backend (or just ``only``) so that its operators are registered.
-
-    :func:`lookup` imports only the backend it is asked about, so that a backend whose import
-    fails does not take every other backend's operators down with it.
-    """
-    for backend, module in _IMPLEMENTED.items():
-        if only is None or backend.value == only:
-            importlib.import_module(module)
+def load_backends() -> None:
+    """Import every backend (through the catalog), so that its operators are registered."""
+    _catalog()
 
 
 def is_implemented(backend: str) -> bool:
-    """True when ``backend`` names a backend whose package is implemented."""
-    return any(b.value == backend for b in _IMPLEMENTED)
+    """True when ``backend`` names a registered backend."""
+    return backend in _catalog()
 
 
 def known_backends() -> list[str]:
-    """Names of every backend quantemu knows of, implemented or not."""
-    return [b.value for b in Backend]
+    """Names of every registered backend, in registration order."""
+    return list(_catalog())
 
 
 def registered() -> list[OpEntry]:
@@ -118,18 +143,17 @@ def registered() -> list[OpEntry]:
 
 
 def lookup(backend: str, op: str) -> OpEntry:
-    """The entry for ``(backend, op)``; a miss names what is registered and why."""
-    load_backends(only=backend)
+    """The entry for ``(backend, op)``; a miss names what is registered."""
+    load_backends()
     entry = _REGISTRY.get((backend, op))
     if entry is not None:
         return entry
-    if backend not in known_backends():
-        raise RegistryError(
-            f"unknown backend {backend!r}; quantemu knows {', '.join(known_backends())}"
-        )
     ops = sorted(o for b, o in _REGISTRY if b == backend)
-    if not is_implemented(backend):
-        raise RegistryError(f"backend {backend!r} is not implemented yet (no operators registered)")
+    if not ops and backend not in _BACKENDS:
+        known = sorted({b for b, _ in _REGISTRY} | set(_BACKENDS))
+        raise RegistryError(
+            f"unknown backend {backend!r}; quantemu knows {', '.join(known) or 'none'}"
+        )
     raise RegistryError(
         f"backend {backend!r} has no operator {op!r}; registered: {', '.join(ops) or 'none'}"
     )
@@ -137,21 +161,22 @@ def lookup(backend: str, op: str) -> OpEntry:
 
 @contextlib.contextmanager
 def isolated() -> Iterator[None]:
-    """Run a block against an empty registry with no implemented backends, then restore it.
+    """Run a block against an empty registry with no backends, then restore it.
 
-    For tests: operators registered inside the block (fakes, experiments) vanish when it exits,
-    and the real backends are neither imported nor visible, so results do not depend on which
-    backends happen to be implemented. The dicts are cleared and refilled in place because other
-    modules hold references to them.
+    For tests: operators and backends registered inside the block (fakes, experiments) vanish
+    when it exits, and the real backends are not visible, so results do not depend on which
+    backends ship. The dicts are cleared and refilled in place because other modules hold
+    references to them.
     """
+    _catalog()  # load the real backends first, so that the block cannot trigger it
     saved_registry = dict(_REGISTRY)
-    saved_implemented = dict(_IMPLEMENTED)
+    saved_backends = dict(_BACKENDS)
     _REGISTRY.clear()
-    _IMPLEMENTED.clear()
+    _BACKENDS.clear()
     try:
         yield
     finally:
         _REGISTRY.clear()
         _REGISTRY.update(saved_registry)
-        _IMPLEMENTED.clear()
-        _IMPLEMENTED.update(saved_implemented)
+        _BACKENDS.clear()
+        _BACKENDS.update(saved_backends)

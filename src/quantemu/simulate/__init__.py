@@ -5,10 +5,18 @@
 ``program.evaluate(x, labels)`` gives per-layer statistics (:class:`Evaluation`).
 """
 
+from quantemu.program import (
+    Encoding,
+    Layer,
+    LayerOutput,
+    LinearEncoding,
+    LoweredModel,
+    QTensor,
+    RunResult,
+    run_lowered,
+)
 from quantemu.simulate.compile import Program, compile_model
-from quantemu.simulate.encoding import Encoding, LinearEncoding, QTensor
 from quantemu.simulate.evaluate import Evaluation, LayerStats, evaluate
-from quantemu.simulate.program import Layer, LayerOutput, LoweredModel, RunResult, run_lowered
 
 __all__ = [
     "Encoding",

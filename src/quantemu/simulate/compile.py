@@ -9,7 +9,6 @@ rules and chooses the target operators. ``prog.run(x)`` then runs the integer pr
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -17,12 +16,12 @@ from typing import Any
 import numpy as np
 
 from quantemu._version import __version__
-from quantemu.backends.registry import known_backends
+from quantemu.backends.registry import backend_spec
 from quantemu.calibration.ranges import CalibrationRanges
 from quantemu.errors import InvalidInputError
 from quantemu.graph import Graph, optimize
+from quantemu.program import LoweredModel, RunResult, run_lowered
 from quantemu.simulate.evaluate import Evaluation, evaluate
-from quantemu.simulate.program import LoweredModel, RunResult, run_lowered
 
 
 @dataclass(frozen=True)
@@ -97,20 +96,6 @@ def _load(model) -> Graph:
     return load_onnx(model)
 
 
-def lowering_module(backend: str):
-    """The ``lower`` module of ``backend``, or a clear error naming the known backends."""
-    if backend not in known_backends():
-        raise InvalidInputError(
-            f"unknown backend {backend!r}; choose one of {', '.join(known_backends())}"
-        )
-    try:
-        return importlib.import_module(f"quantemu.backends.{backend}.lower")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"quantemu.backends.{backend}.lower":
-            raise
-        raise InvalidInputError(f"backend {backend!r} cannot lower whole models yet") from None
-
-
 def compile_model(
     model,
     /,
@@ -131,7 +116,8 @@ def compile_model(
     """
     from quantemu.calibration.api import calibrate  # noqa: PLC0415 (keeps import light)
 
-    module = lowering_module(backend)
+    spec = backend_spec(backend)
+    opts = spec.parse_options(options)
     graph = optimize(_load(model))
     ranges = calibration
     if ranges is None:
@@ -141,5 +127,5 @@ def compile_model(
                 "(calibration=quantemu.calibrate(...) or CalibrationRanges.load(path))"
             )
         ranges = calibrate(graph, calib, observer=observer, progress=progress)
-    lowered = module.lower(graph, ranges, **options)
+    lowered = spec.lower(graph, ranges, opts)
     return Program(backend=backend, graph=graph, ranges=ranges, lowered=lowered)

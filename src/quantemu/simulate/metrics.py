@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from quantemu.errors import InvalidInputError
-from quantemu.simulate.encoding import QTensor
+from quantemu.program import QTensor
 
 HIST_RANGE = 8
 

@@ -36,9 +36,6 @@ if TYPE_CHECKING:
 USAGE_ERROR = 2
 INPUT_ERROR = 1
 
-#: Backends with an instruction-set choice (their lowering's ``isa`` option).
-ISA_BACKENDS = ("onednn",)
-
 #: Keys of a labels .npz file tried in order when it holds several arrays.
 LABEL_KEYS = ("y", "labels", "label", "targets")
 
@@ -157,7 +154,9 @@ def parse_options(
         for backend in targets:
             options[backend][name] = parse_value(value)
     if isa is not None:
-        takers = [b for b in backends if b in ISA_BACKENDS]
+        from quantemu.backends.registry import backend_spec
+
+        takers = [b for b in backends if "isa" in backend_spec(b).options.field_names()]
         if not takers:
             raise InvalidInputError(
                 f"--isa {isa}: backend {', '.join(backends)} has no ISA choice; --isa applies to "
@@ -169,9 +168,9 @@ def parse_options(
 
 
 def _lowering(backend: str):
-    from quantemu.simulate import compile as compile_module
+    from quantemu.backends.registry import backend_spec
 
-    return compile_module.lowering_module(backend)
+    return backend_spec(backend)
 
 
 # -- data ---------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from quantemu.errors import InvalidInputError, UnsupportedError
 from quantemu.graph import load_onnx, optimize, zoo
 from quantemu.graph.ir import Attrs
 from quantemu.graph.ops.conv import conv2d
-from quantemu.simulate.program import run_lowered
+from quantemu.program import run_lowered
 from tests.graph.onnx_models import model, weights
 
 DEMO_FLOAT_ACCURACY = 0.9917  # the float model on the test split (360 images)
@@ -348,7 +348,7 @@ def test_grouped_conv_option(demo):
     depthwise = lowered.layers[1]
     assert depthwise.op == "nnie:Conv" and depthwise.weights
     assert lowered.header["grouped_conv"] == "log"
-    assert Options.from_kwargs().grouped_conv.value == "float"
+    assert Options.from_mapping().grouped_conv.value == "float"
 
 
 # -- LogEncoding -----------------------------------------------------------------------------------

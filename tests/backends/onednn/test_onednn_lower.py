@@ -39,7 +39,7 @@ from quantemu.calibration.ranges import TensorRange
 from quantemu.data import demo_dataset, demo_model_path
 from quantemu.errors import InvalidInputError, UnsupportedError
 from quantemu.graph import load_onnx, optimize, zoo
-from quantemu.simulate.program import run_lowered
+from quantemu.program import run_lowered
 from tests.backends.onednn.lower_models import TENSORS, model_spec, qdq_model, qparams
 from tests.backends.onednn.peer_runner import (
     AVX512_CORE_FLAGS,
@@ -298,6 +298,7 @@ def test_counters_report_pair_and_output_saturation():
     assert pair_free.counters["conv"]["pair_saturated"] == 0
 
 
+@pytest.mark.slow
 def test_resnet18_lowers_exactly_and_runs():
     graph = optimize(quantemu.load_onnx(zoo.resnet18()))
     x = _calib((1, 3, 224, 224))
@@ -359,6 +360,7 @@ def test_fma_f32_is_correctly_rounded():
     assert fma_f32(F32(1), F32(1 + 2**-23), F32(2**-24)) == F32(1 + 2**-22)
 
 
+@pytest.mark.peer
 def test_quantize_per_tensor_matches_torch(torch):
     rng = np.random.default_rng(1)
     for enc in _encodings(rng, 40):
@@ -387,6 +389,7 @@ def _divergent_pairs(encodings):
     return a[differ].astype(np.uint8), b[differ].astype(np.uint8)
 
 
+@pytest.mark.peer
 def test_quantized_add_matches_torch_body_and_tails(torch):
     """Operands chosen where the FMA body and the scalar tail round differently, in shapes
     whose tails (64-element blocks, 2-thread ranges above the grain) fall in varied places."""
@@ -438,6 +441,7 @@ def _avg(x, window, include, enc):
     )
 
 
+@pytest.mark.peer
 def test_average_pools_match_torch_on_rounding_boundaries(torch):
     """avg_pool2d and adaptive_avg_pool2d on channels-last input: accumulators placed where
     the vector channels (one rounding) and the remaining channels (two) round apart."""
@@ -475,6 +479,7 @@ def _run_model_peer(cap: str | None, tmp: Path):
     return spec, outputs, lines, version
 
 
+@pytest.mark.peer
 @pytest.mark.parametrize("cap", list(CAPS))
 def test_whole_model_equals_pytorch_onednn(cap, tmp_path):
     """The QDQ model (qparams fixed by the user) lowered and simulated gives PyTorch's codes for

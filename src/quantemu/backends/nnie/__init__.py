@@ -16,6 +16,9 @@ from quantemu.backends.nnie.cliptable import (
     write_clip_table,
 )
 from quantemu.backends.nnie.lint import Finding, NodeView, Severity, lint_nnie
+from quantemu.backends.nnie.lower import Options as LowerOptions
+from quantemu.backends.nnie.lower import header as lower_header
+from quantemu.backends.nnie.lower import lint_graph, lower
 from quantemu.backends.nnie.ops import log_dequantize, log_quantize
 from quantemu.backends.nnie.params import LogQuantParams, clip_exponent
 from quantemu.backends.nnie.quantize import (
@@ -24,8 +27,21 @@ from quantemu.backends.nnie.quantize import (
     select_clip_max_abs,
     select_clip_mse,
 )
+from quantemu.backends.registry import BackendSpec
+
+#: The backend's registration (:mod:`quantemu.backends.catalog` registers it).
+BACKEND = BackendSpec(
+    name="nnie",
+    target="HiSilicon NNIE, 8-bit logarithmic codes",
+    scheme="MQBench's NNIE flow: 8-bit log codes, one clip per tensor snapped to the gfpq table",
+    options=LowerOptions,
+    lower=lower,
+    header=lower_header,
+    lint=lint_graph,
+)
 
 __all__ = [
+    "BACKEND",
     "DEFAULT_K_MAX",
     "DEFAULT_K_MIN",
     "ClipChoice",

@@ -46,7 +46,7 @@ from quantemu.backends.nnie.lower_options import (
 )
 from quantemu.errors import InvalidInputError, UnsupportedError
 from quantemu.graph.ir import Graph, Node
-from quantemu.simulate.program import Layer, LoweredModel
+from quantemu.program import Layer, LoweredModel
 
 __all__ = [
     "ClipSelection",
@@ -104,13 +104,15 @@ class NnieLoweredModel(LoweredModel):
     options: Options = field(default_factory=Options)
 
 
-def lower(graph: Graph, ranges: Mapping[str, Any], **options: Any) -> NnieLoweredModel:
+def lower(
+    graph: Graph, ranges: Mapping[str, Any], options: Options | None = None, **kwargs: Any
+) -> NnieLoweredModel:
     """Lower ``graph`` (optimized) with calibrated ``ranges`` (tensor name -> TensorRange).
 
     ``options``: see :class:`Options` (``clip_selection``, ``grouped_conv``, ``layer_inputs``,
     ``quant_overrides``); unknown names and bad values raise :class:`InvalidInputError`.
     """
-    opts = Options.from_kwargs(**options)
+    opts = options if isinstance(options, Options) else Options.from_mapping(kwargs)
     if not isinstance(graph, Graph):
         raise InvalidInputError(f"nnie: lower() takes a quantemu Graph, got {type(graph).__name__}")
     if not isinstance(ranges, Mapping):
@@ -138,7 +140,9 @@ def lower(graph: Graph, ranges: Mapping[str, Any], **options: Any) -> NnieLowere
     )
 
 
-def _header(opts: Options, findings: tuple[Finding, ...]) -> dict[str, str]:
+def header(opts: Options) -> dict[str, str]:
+    """Every result-changing choice, for report headers (the lint summary is added by
+    :func:`lower`, which has the graph)."""
     return {
         "backend": "nnie",
         "variant": "8-bit log, 16 levels/octave",
@@ -150,9 +154,14 @@ def _header(opts: Options, findings: tuple[Finding, ...]) -> dict[str, str]:
         "(HiSilicon's gfpq_param_table_8bit.txt is not public)",
         "accumulation": "not publicly specified: float32 on dequantized levels (exact=False)",
         **opts.header(),
-        "lint": summarize(list(findings)),
         "quantemu": __version__,
     }
+
+
+def _header(opts: Options, findings: tuple[Finding, ...]) -> dict[str, str]:
+    full = header(opts)
+    version = full.pop("quantemu")  # keeps the header's key order: lint before version
+    return {**full, "lint": summarize(list(findings)), "quantemu": version}
 
 
 def _lower_node(

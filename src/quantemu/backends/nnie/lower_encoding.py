@@ -33,7 +33,7 @@ import numpy as np
 from quantemu.backends.nnie import grid
 from quantemu.backends.nnie.ops import CODE_ZERO, SIGN_BIT, log_dequantize, log_quantize
 from quantemu.backends.nnie.params import LogQuantParams
-from quantemu.simulate.encoding import Encoding
+from quantemu.program import Encoding
 
 INDEX_MASK = 0x7F
 

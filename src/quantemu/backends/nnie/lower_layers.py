@@ -23,8 +23,7 @@ from quantemu.backends.nnie.lower_encoding import LogEncoding, quantize_counted
 from quantemu.backends.nnie.ops import CODE_ZERO, SIGN_BIT
 from quantemu.graph.executor import run_node
 from quantemu.graph.ir import Node
-from quantemu.simulate.encoding import QTensor
-from quantemu.simulate.program import Layer, LayerOutput
+from quantemu.program import Layer, LayerOutput, QTensor
 
 # A node input: an index into the layer's tensor inputs, a constant float32 array (dequantized
 # weights or float parameters), or None for an omitted optional input.
@@ -63,7 +62,7 @@ class NnieLayer(Layer):
     weights: tuple[WeightCodes, ...] = field(default=())
     requantizes: bool = False
 
-    def run(self, inputs: list[QTensor]) -> LayerOutput:
+    def compute(self, inputs: list[QTensor]) -> LayerOutput:
         counters = {"clipped": 0, "underflow_to_zero": 0}
         if self.requantizes:
             counters["inputs_requantized"] = 0
@@ -96,7 +95,7 @@ class CodeLayer(Layer):
 
     node: Node
 
-    def run(self, inputs: Sequence[QTensor]) -> LayerOutput:
+    def compute(self, inputs: Sequence[QTensor]) -> LayerOutput:
         tensor = inputs[0]
         if self.node.op_type == "Relu":
             # Negative codes (sign bit set, 0x81..0xFF) become zero (0x80); 0x80 stays.

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, ClassVar
 
 from quantemu.errors import InvalidInputError
+from quantemu.program.options import LoweringOptions
 
 
 class ClipSelection(enum.Enum):
@@ -65,12 +66,14 @@ _ENUMS: dict[str, type[enum.Enum]] = {
 
 
 @dataclass(frozen=True)
-class Options:
+class Options(LoweringOptions):
     """NNIE lowering options (every one changes results and appears in the report header).
 
-    >>> Options.from_kwargs(grouped_conv="log").grouped_conv
+    >>> Options.from_mapping({"grouped_conv": "log"}).grouped_conv
     <GroupedConv.LOG: 'log'>
     """
+
+    backend: ClassVar[str] = "nnie"
 
     clip_selection: ClipSelection = ClipSelection.MAX_ABS
     grouped_conv: GroupedConv = GroupedConv.FLOAT
@@ -80,17 +83,6 @@ class Options:
     def __post_init__(self) -> None:
         for item in fields(self):
             object.__setattr__(self, item.name, _parse(item.name, getattr(self, item.name)))
-
-    @classmethod
-    def from_kwargs(cls, **options: Any) -> Options:
-        """Build from keyword options (strings or enum members); unknown names are errors."""
-        unknown = sorted(set(options) - set(_ENUMS))
-        if unknown:
-            raise InvalidInputError(
-                f"nnie: unknown option(s) {', '.join(map(repr, unknown))}; NNIE lowering takes "
-                f"{describe_choices()}"
-            )
-        return cls(**options)
 
     def header(self) -> dict[str, str]:
         """Each option and its value, for the report header."""

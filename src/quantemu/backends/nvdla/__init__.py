@@ -12,6 +12,9 @@ from quantemu.backends.nvdla import conformance as _conformance  # registers the
 from quantemu.backends.nvdla.cacc import CaccResult, cacc
 from quantemu.backends.nvdla.cdma import cdma_convert
 from quantemu.backends.nvdla.cdp import CdpResult, cdp, cdp_window, edge_fill
+from quantemu.backends.nvdla.lower import Options as LowerOptions
+from quantemu.backends.nvdla.lower import header as lower_header
+from quantemu.backends.nvdla.lower import lower
 from quantemu.backends.nvdla.lut import LutOutput, cdp_lut, sdp_lut
 from quantemu.backends.nvdla.pdp import pdp, pdp_avg, pdp_max, pdp_min
 from quantemu.backends.nvdla.precision import converter, shifter, shr, shr_flag, truncate
@@ -29,10 +32,26 @@ from quantemu.backends.nvdla.registers import (
     Table,
 )
 from quantemu.backends.nvdla.sdp import SdpResult, sdp
+from quantemu.backends.registry import BackendSpec
 
 del _conformance
 
+#: The backend's registration (:mod:`quantemu.backends.catalog` registers it).
+BACKEND = BackendSpec(
+    name="nvdla",
+    target="NVIDIA NVDLA v1 (nv_full cmod), INT8",
+    scheme=(
+        "nvdla/sw compiler INT8: symmetric per-tensor activations, int8 weights per kernel "
+        "or per filter"
+    ),
+    options=LowerOptions,
+    lower=lower,
+    header=lower_header,
+    lint=None,
+)
+
 __all__ = [
+    "BACKEND",
     "AluAlgo",
     "CaccRegisters",
     "CaccResult",

@@ -22,7 +22,7 @@ from quantemu.backends.nvdla.registers import (
     SdpRegisters,
 )
 from quantemu.backends.nvdla.sdp import OPERANDS, sdp
-from quantemu.backends.registry import Backend, register
+from quantemu.backends.registry import register
 from quantemu.errors import InvalidInputError
 
 
@@ -40,7 +40,7 @@ def _no_extra_inputs(inputs: Mapping[str, np.ndarray], known: set[str], op: str)
         )
 
 
-@register(Backend.NVDLA, "sdp", attrs=frozenset(SdpRegisters.widths()))
+@register("nvdla", "sdp", attrs=frozenset(SdpRegisters.widths()))
 def sdp_case(inputs: Mapping[str, np.ndarray], attrs: Mapping[str, Any]) -> dict:
     """SDP pipeline BS -> BN -> EW(+LUT) -> output converter, with counters (§2)."""
     _no_extra_inputs(inputs, {"X", "LUT_LE", "LUT_LO", *OPERANDS}, "sdp")
@@ -55,7 +55,7 @@ def sdp_case(inputs: Mapping[str, np.ndarray], attrs: Mapping[str, Any]) -> dict
     return {"Y": r.y, **r.counters()}
 
 
-@register(Backend.NVDLA, "cdp", attrs=frozenset(CdpRegisters.widths()))
+@register("nvdla", "cdp", attrs=frozenset(CdpRegisters.widths()))
 def cdp_case(inputs: Mapping[str, np.ndarray], attrs: Mapping[str, Any]) -> dict:
     """CDP (LRN) of one pixel's C + 8 channel values, with counters (§3)."""
     _no_extra_inputs(inputs, {"X", "LUT_LE", "LUT_LO"}, "cdp")
@@ -77,25 +77,25 @@ def _pdp_case(fn, op: str, inputs: Mapping[str, np.ndarray], attrs: Mapping[str,
 _PDP_ATTRS = frozenset(PdpRegisters.widths())
 
 
-@register(Backend.NVDLA, "pdp_avg", attrs=_PDP_ATTRS)
+@register("nvdla", "pdp_avg", attrs=_PDP_ATTRS)
 def pdp_avg_case(inputs: Mapping[str, np.ndarray], attrs: Mapping[str, Any]) -> dict:
     """PDP average pooling with padding values and reciprocals (§4)."""
     return _pdp_case(pdp_avg, "pdp_avg", inputs, attrs)
 
 
-@register(Backend.NVDLA, "pdp_max", attrs=_PDP_ATTRS)
+@register("nvdla", "pdp_max", attrs=_PDP_ATTRS)
 def pdp_max_case(inputs: Mapping[str, np.ndarray], attrs: Mapping[str, Any]) -> dict:
     """PDP max pooling (§4)."""
     return _pdp_case(pdp_max, "pdp_max", inputs, attrs)
 
 
-@register(Backend.NVDLA, "pdp_min", attrs=_PDP_ATTRS)
+@register("nvdla", "pdp_min", attrs=_PDP_ATTRS)
 def pdp_min_case(inputs: Mapping[str, np.ndarray], attrs: Mapping[str, Any]) -> dict:
     """PDP min pooling (§4)."""
     return _pdp_case(pdp_min, "pdp_min", inputs, attrs)
 
 
-@register(Backend.NVDLA, "cacc", attrs=frozenset(CaccRegisters.widths()))
+@register("nvdla", "cacc", attrs=frozenset(CaccRegisters.widths()))
 def cacc_case(inputs: Mapping[str, np.ndarray], attrs: Mapping[str, Any]) -> dict:
     """CACC 48-bit accumulation, CLIP_TRUNCATE and int32 saturation count (§5)."""
     _no_extra_inputs(inputs, {"P"}, "cacc")

@@ -54,7 +54,7 @@ from quantemu.backends.nvdla.lower_scales import (
 from quantemu.backends.nvdla.quantize import ScaleSplit
 from quantemu.errors import InvalidInputError, UnsupportedError
 from quantemu.graph.ir import Graph, Node
-from quantemu.simulate.program import Layer, LoweredModel
+from quantemu.program import Layer, LoweredModel
 
 __all__ = ["BUILDERS", "Options", "Rescale", "ScaleSplit", "WeightScaling", "lower"]
 
@@ -112,7 +112,9 @@ def header(options: Options) -> dict[str, str]:
     }
 
 
-def lower(graph: Graph, ranges: Mapping, **options: Any) -> LoweredModel:
+def lower(
+    graph: Graph, ranges: Mapping, options: Options | None = None, **kwargs: Any
+) -> LoweredModel:
     """Lower the optimized ``graph`` with calibrated ``ranges`` (tensor -> (min, max)).
 
     Options: ``weights`` (``per_kernel`` | ``per_filter``), ``rescale`` (``auto`` |
@@ -122,7 +124,8 @@ def lower(graph: Graph, ranges: Mapping, **options: Any) -> LoweredModel:
     """
     if not isinstance(graph, Graph):
         raise InvalidInputError(f"nvdla lowering: expected a Graph, got {type(graph).__name__}")
-    ctx = Context(graph, ranges, Options.from_kwargs(options))
+    opts = options if isinstance(options, Options) else Options.from_mapping(kwargs)
+    ctx = Context(graph, ranges, opts)
     for info in graph.inputs:
         ctx.encodings[info.name] = ctx.new_encoding(info.name)
     inputs = dict(ctx.encodings)

@@ -41,8 +41,7 @@ from quantemu.backends.nvdla.registers import AluAlgo, OperandSource, SdpRegiste
 from quantemu.errors import UnsupportedError
 from quantemu.graph.ir import Attrs, Node
 from quantemu.graph.ops.normalize import batchnorm_affine
-from quantemu.simulate.encoding import LinearEncoding, QTensor
-from quantemu.simulate.program import Layer, LayerOutput
+from quantemu.program import Layer, LayerOutput, LinearEncoding, QTensor
 
 LUT_OUT_SCALE = 2**15 - 1
 
@@ -55,7 +54,7 @@ class SdpLayer(Layer):
     stages: tuple[SdpStage, ...]
     lut: bool = False
 
-    def run(self, inputs: list[QTensor]) -> LayerOutput:
+    def compute(self, inputs: list[QTensor]) -> LayerOutput:
         """Run the passes; counters include the LUT ones when the LUT is active."""
         y, results = run_stages(self.stages, np.asarray(inputs[0].codes))
         counters = sdp_counters(results, lut=self.lut)

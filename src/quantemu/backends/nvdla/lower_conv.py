@@ -41,8 +41,7 @@ from quantemu.backends.nvdla.registers import (
 from quantemu.errors import InvalidInputError, UnsupportedError
 from quantemu.graph.ir import Attrs, Node
 from quantemu.graph.ops.conv import pad_or_crop, windows
-from quantemu.simulate.encoding import LinearEncoding, QTensor
-from quantemu.simulate.program import Layer, LayerOutput
+from quantemu.program import Layer, LayerOutput, LinearEncoding, QTensor
 
 F32_EXACT = 1 << 24  # float32 holds every integer of magnitude <= 2^24
 INT32_LIMIT = 1 << 31
@@ -61,7 +60,7 @@ class ConvLayer(Layer):
     needs_cacc: bool  # the int32 saturation can engage (B >= 2^31): sum through cacc()
     stages: tuple[SdpStage, ...]
 
-    def run(self, inputs: list[QTensor]) -> LayerOutput:
+    def compute(self, inputs: list[QTensor]) -> LayerOutput:
         """Accumulate (exact GEMM or CACC steps), then the SDP passes."""
         x = np.asarray(inputs[0].codes)
         if self.dense:

@@ -38,8 +38,7 @@ from quantemu.backends.nvdla.quantize import ScaleSplit, ew_converter_fields, qu
 from quantemu.backends.nvdla.registers import AluAlgo, OperandSource, SdpRegisters
 from quantemu.errors import UnsupportedError
 from quantemu.graph.ir import Node
-from quantemu.simulate.encoding import LinearEncoding, QTensor
-from quantemu.simulate.program import Layer, LayerOutput
+from quantemu.program import Layer, LayerOutput, LinearEncoding, QTensor
 
 MAX_LIFT = 14
 
@@ -57,7 +56,7 @@ class EwLayer(Layer):
     constant: np.ndarray | None  # int8 codes of a constant operand (else the other input)
     stages: tuple[SdpStage, ...]
 
-    def run(self, inputs: list[QTensor]) -> LayerOutput:
+    def compute(self, inputs: list[QTensor]) -> LayerOutput:
         """The EW pass (operand broadcast to the main input's shape) and the extra passes."""
         x = np.asarray(inputs[self.main].codes)
         other = self.constant if self.constant is not None else inputs[1 - self.main].codes

@@ -19,8 +19,7 @@ from quantemu.backends.nvdla.lower_scales import Context
 from quantemu.backends.nvdla.lower_sdp import SdpStage, activation_stage, run_stages, sdp_counters
 from quantemu.graph.executor import run_node
 from quantemu.graph.ir import Node
-from quantemu.simulate.encoding import LinearEncoding, QTensor
-from quantemu.simulate.program import Layer, LayerOutput
+from quantemu.program import Layer, LayerOutput, LinearEncoding, QTensor
 
 LAYOUT_OPS = ("Flatten", "Reshape", "Transpose")
 CPU_OPS = ("Softmax",)
@@ -33,7 +32,7 @@ class LayoutLayer(Layer):
     encoding: LinearEncoding
     node: Node
 
-    def run(self, inputs: list[QTensor]) -> LayerOutput:
+    def compute(self, inputs: list[QTensor]) -> LayerOutput:
         """Reshape / transpose the int8 codes; no counters."""
         (y,) = run_node(self.node, [np.asarray(inputs[0].codes)])
         return LayerOutput(QTensor(np.ascontiguousarray(y), self.encoding), {})
@@ -62,7 +61,7 @@ class ConcatLayer(Layer):
     stages: tuple[SdpStage | None, ...]  # per input; None = same scale, copied as is
     axis: int
 
-    def run(self, inputs: list[QTensor]) -> LayerOutput:
+    def compute(self, inputs: list[QTensor]) -> LayerOutput:
         """Requantize the inputs that need it and concatenate along ``axis``."""
         parts, results = [], []
         for stage, t in zip(self.stages, inputs, strict=True):
@@ -108,7 +107,7 @@ class FloatLayer(Layer):
     node: Node
     constants: tuple[np.ndarray | None, ...]  # per node input: its initializer, else None
 
-    def run(self, inputs: list[QTensor]) -> LayerOutput:
+    def compute(self, inputs: list[QTensor]) -> LayerOutput:
         """Float32 kernel of the graph executor on the dequantized inputs."""
         it = iter(inputs)
         args = [c if c is not None else next(it).dequantize() for c in self.constants]

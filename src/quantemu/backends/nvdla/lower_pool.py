@@ -28,8 +28,7 @@ from quantemu.backends.nvdla.quantize import ScaleSplit, cdp_converter_fields, p
 from quantemu.backends.nvdla.registers import CdpRegisters, PdpRegisters, PoolingMethod
 from quantemu.errors import UnsupportedError
 from quantemu.graph.ir import Node
-from quantemu.simulate.encoding import LinearEncoding, QTensor
-from quantemu.simulate.program import Layer, LayerOutput
+from quantemu.program import Layer, LayerOutput, LinearEncoding, QTensor
 
 MAX_KERNEL, MAX_STRIDE, MAX_PAD = 8, 16, 7
 LRN_OUT_SCALE = 2**14
@@ -42,7 +41,7 @@ class PdpLayer(Layer):
     encoding: LinearEncoding
     stages: tuple[PdpRegisters, ...]
 
-    def run(self, inputs: list[QTensor]) -> LayerOutput:
+    def compute(self, inputs: list[QTensor]) -> LayerOutput:
         """Pool stage by stage; the PDP has no status counters."""
         y = np.asarray(inputs[0].codes)
         for regs in self.stages:
@@ -173,7 +172,7 @@ class CdpLayer(Layer):
     regs: CdpRegisters
     lut: LutProgram
 
-    def run(self, inputs: list[QTensor]) -> LayerOutput:
+    def compute(self, inputs: list[QTensor]) -> LayerOutput:
         """The CDP over the channel axis (1) of the whole batch."""
         r = cdp(inputs[0].codes, self.regs, self.lut.le, self.lut.lo, axis=1)
         counters = {

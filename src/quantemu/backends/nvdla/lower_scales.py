@@ -16,7 +16,7 @@ import enum
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import ClassVar
 
 import numpy as np
 
@@ -24,7 +24,8 @@ from quantemu.backends.nvdla.quantize import ScaleSplit, split_scale
 from quantemu.calibration.ranges import CalibrationRanges
 from quantemu.errors import InvalidInputError, UnsupportedError
 from quantemu.graph.ir import Graph, Node, QuantOverride
-from quantemu.simulate.encoding import LinearEncoding
+from quantemu.program import LinearEncoding
+from quantemu.program.options import LoweringOptions
 
 #: Ops whose output keeps the input's codes (standalone activations): a QDQ override on their
 #: output is adopted by their producer when it is their only reader.
@@ -58,7 +59,7 @@ class Rescale(enum.Enum):
 
 
 @dataclass(frozen=True)
-class Options:
+class Options(LoweringOptions):
     """The NVDLA lowering options (each changes results; all go in the report header).
 
     ``weights``: :class:`WeightScaling` (default ``per_kernel``, the compiler's PER_KERNEL).
@@ -67,38 +68,19 @@ class Options:
     compiler splits (requantization): ``nvdla_compiler`` (float32 ``log``, default) or ``exact``.
     """
 
+    backend: ClassVar[str] = "nvdla"
+
     weights: WeightScaling = WeightScaling.PER_KERNEL
     rescale: Rescale = Rescale.AUTO
     scale_split: ScaleSplit = ScaleSplit.NVDLA_COMPILER
 
-    @classmethod
-    def from_kwargs(cls, options: Mapping[str, Any]) -> Options:
-        """Validate ``options`` (enum members or their string values); unknown names are errors."""
-        kinds = {f.name: type(f.default) for f in fields(cls)}
-        unknown = sorted(set(options) - set(kinds))
-        if unknown:
-            raise InvalidInputError(
-                f"nvdla lowering: unknown option(s) {', '.join(unknown)}; options: "
-                + "; ".join(f"{n} ({'|'.join(m.value for m in k)})" for n, k in kinds.items())
-            )
-        values = {}
-        for name, value in options.items():
-            kind = kinds[name]
-            try:
-                values[name] = value if isinstance(value, kind) else kind(value)
-            except ValueError:
-                raise InvalidInputError(
-                    f"nvdla lowering: option {name}={value!r} is not valid; choose one of "
-                    f"{', '.join(m.value for m in kind)}"
-                ) from None
-        opts = cls(**values)
-        if opts.weights is WeightScaling.PER_FILTER and opts.rescale is Rescale.OUTPUT_CONVERTER:
+    def __post_init__(self) -> None:
+        if self.weights is WeightScaling.PER_FILTER and self.rescale is Rescale.OUTPUT_CONVERTER:
             raise InvalidInputError(
                 "nvdla lowering: rescale=output_converter cannot express per-filter weight "
                 "scales (one CVT_SCALE per layer); use rescale=auto or bs_mul, or "
                 "weights=per_kernel"
             )
-        return opts
 
     def describe(self) -> dict[str, str]:
         """Header entries."""

@@ -11,6 +11,9 @@ from quantemu.backends.onednn.family import (
     predict_quantized_conv2d_impl,
     predict_quantized_linear_impl,
 )
+from quantemu.backends.onednn.lower import Options as LowerOptions
+from quantemu.backends.onednn.lower import header as lower_header
+from quantemu.backends.onednn.lower import lower
 from quantemu.backends.onednn.matmul import AccumulatorResult, matmul
 from quantemu.backends.onednn.overflow import (
     OverflowReport,
@@ -55,8 +58,24 @@ from quantemu.backends.onednn.requant import (
     quantized_linear,
     requantize,
 )
+from quantemu.backends.registry import BackendSpec
+
+#: The backend's registration (:mod:`quantemu.backends.catalog` registers it).
+BACKEND = BackendSpec(
+    name="onednn",
+    target="oneDNN int8 on x86 as PyTorch runs it, per ISA",
+    scheme=(
+        "PyTorch x86 (engine onednn): u8 per-tensor affine activations, s8 per-channel "
+        "symmetric weights"
+    ),
+    options=LowerOptions,
+    lower=lower,
+    header=lower_header,
+    lint=None,
+)
 
 __all__ = [
+    "BACKEND",
     "AccumulatorResult",
     "AvgPool2dParams",
     "Conv2dParams",

@@ -28,7 +28,7 @@ import dataclasses
 import enum
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -50,7 +50,8 @@ from quantemu.backends.onednn.params import ConvImpl, Isa, QuantizedImpl, as_enu
 from quantemu.backends.onednn.quantize import activation_qparams
 from quantemu.errors import InvalidInputError, UnsupportedError
 from quantemu.graph.ir import Graph, Node
-from quantemu.simulate.program import Layer, LoweredModel
+from quantemu.program import Layer, LoweredModel
+from quantemu.program.options import LoweringOptions
 
 LIBRARY = "oneDNN 3.12.0 and ATen quantized kernels, as in PyTorch 2.13.0+cpu (x86, AVX512 ATen)"
 
@@ -70,7 +71,7 @@ _IMPL_FIELDS = {
 
 
 @dataclasses.dataclass(frozen=True)
-class Options:
+class Options(LoweringOptions):
     """Lowering options; every one that changes a result is in the model header.
 
     - ``isa``: oneDNN's int8 code path (``ONEDNN_MAX_CPU_ISA``); ``avx2`` and ``avx512_core``
@@ -85,6 +86,8 @@ class Options:
       round differently.
     - ``fallback``: ``"float"`` or ``"error"`` for nodes without an integer lowering.
     """
+
+    backend: ClassVar[str] = "onednn"
 
     isa: Isa = Isa.AVX512_CORE_VNNI
     reduce_range: bool = False
@@ -146,9 +149,14 @@ def _impl_option(value: Any, cls: type[enum.Enum], name: str) -> Any:
     return as_enum(cls, value, f"option {name}")
 
 
-def lower(graph: Graph, ranges: Mapping[str, Any], **options: Any) -> LoweredModel:
-    """Lower ``graph`` (optimized) with calibrated ``ranges`` (tensor -> (min, max))."""
-    opts = Options.parse(**options)
+def lower(
+    graph: Graph, ranges: Mapping[str, Any], options: Options | None = None, **kwargs: Any
+) -> LoweredModel:
+    """Lower ``graph`` (optimized) with calibrated ``ranges`` (tensor -> (min, max)).
+
+    ``options``: an :class:`Options`, or keyword options for :meth:`Options.from_mapping`.
+    """
+    opts = options if isinstance(options, Options) else Options.from_mapping(kwargs)
     if not isinstance(graph, Graph):
         raise InvalidInputError(f"lower: graph must be a quantemu Graph, got {type(graph)}")
     _check_named_layers(graph, opts)

@@ -30,7 +30,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from quantemu.backends.onednn.f32 import f32, rr
 from quantemu.errors import InvalidInputError
-from quantemu.simulate.encoding import LinearEncoding
+from quantemu.program import LinearEncoding
 
 _F64 = np.float64
 ADD_BLOCK = 64  # elements per vectorised iteration of the quantized add loop (2 x 32 lanes)

@@ -33,13 +33,12 @@ from quantemu.backends.onednn.pool import max_pool2d
 from quantemu.backends.onednn.requant import requantize_f32
 from quantemu.graph.executor import run_node
 from quantemu.graph.ir import Node
-from quantemu.simulate.encoding import QTensor
-from quantemu.simulate.program import Layer, LayerOutput
+from quantemu.program import Layer, LayerOutput, QTensor
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
 class _Layer(Layer):
-    """The fields every lowered layer has (:class:`quantemu.simulate.program.Layer`'s and the
+    """The fields every lowered layer has (:class:`quantemu.program.model.Layer`'s and the
     output encoding)."""
 
     encoding: TorchU8Encoding  # of the output tensor
@@ -81,7 +80,7 @@ class QConv2dLayer(_Layer):
     hi: int
     fused: bool  # a fused activation (ReLU / Clip)
 
-    def run(self, inputs: list[QTensor]) -> LayerOutput:
+    def compute(self, inputs: list[QTensor]) -> LayerOutput:
         res = conv2d(inputs[0].codes, self.weight, self.conv)
         v = requantize_f32(
             res.acc, 1, self.params.quant, self.params.impl, w_round_trip=False, bias=self.bias
@@ -103,7 +102,7 @@ class QLinearLayer(_Layer):
     hi: int
     fused: bool
 
-    def run(self, inputs: list[QTensor]) -> LayerOutput:
+    def compute(self, inputs: list[QTensor]) -> LayerOutput:
         quant = self.params.quant
         mp = MatmulParams(self.params.isa, SrcType.U8, MatmulApi.MATMUL, quant.x_zero_point)
         res = matmul(inputs[0].codes, self.weight_t, mp)
@@ -123,7 +122,7 @@ class QAddLayer(_Layer):
     lo: int
     hi: int
 
-    def run(self, inputs: list[QTensor]) -> LayerOutput:
+    def compute(self, inputs: list[QTensor]) -> LayerOutput:
         a, b = (t.codes for t in inputs)
         encodings = (*self.input_encodings, self.encoding)
         y, saturated = quantized_add(a, b, encodings, relu=self.relu, threads=self.threads)
@@ -138,7 +137,7 @@ class MaxPoolLayer(_Layer):
 
     params: MaxPool2dParams
 
-    def run(self, inputs: list[QTensor]) -> LayerOutput:
+    def compute(self, inputs: list[QTensor]) -> LayerOutput:
         return LayerOutput(QTensor(max_pool2d(inputs[0].codes, self.params), self.encoding))
 
 
@@ -152,7 +151,7 @@ class AvgPoolLayer(_Layer):
     pads: tuple[int, int]  # symmetric (pad_h, pad_w), as PyTorch takes them
     count_include_pad: bool
 
-    def run(self, inputs: list[QTensor]) -> LayerOutput:
+    def compute(self, inputs: list[QTensor]) -> LayerOutput:
         y = avg_pool2d_nhwc(
             inputs[0].codes,
             kernel=self.kernel,
@@ -171,7 +170,7 @@ class GlobalAvgPoolLayer(_Layer):
 
     input_encoding: TorchU8Encoding
 
-    def run(self, inputs: list[QTensor]) -> LayerOutput:
+    def compute(self, inputs: list[QTensor]) -> LayerOutput:
         y = global_avg_pool_nhwc(inputs[0].codes, self.input_encoding, self.encoding)
         return LayerOutput(QTensor(y, self.encoding))
 
@@ -186,7 +185,7 @@ class ClampLayer(_Layer):
     lo: int
     hi: int
 
-    def run(self, inputs: list[QTensor]) -> LayerOutput:
+    def compute(self, inputs: list[QTensor]) -> LayerOutput:
         y = np.clip(inputs[0].codes, self.lo, self.hi).astype(np.uint8)
         return LayerOutput(QTensor(y, self.encoding))
 
@@ -199,7 +198,7 @@ class ReshapeLayer(_Layer):
     flatten_axis: int | None
     perm: tuple[int, ...] | None
 
-    def run(self, inputs: list[QTensor]) -> LayerOutput:
+    def compute(self, inputs: list[QTensor]) -> LayerOutput:
         x = inputs[0].codes
         if self.flatten_axis is not None:
             lead = int(np.prod(x.shape[: self.flatten_axis]))
@@ -223,7 +222,7 @@ class FloatFallbackLayer(_Layer):
     node: Node
     constants: tuple[tuple[int, np.ndarray], ...]
 
-    def run(self, inputs: list[QTensor]) -> LayerOutput:
+    def compute(self, inputs: list[QTensor]) -> LayerOutput:
         args: list[np.ndarray | None] = [None] * len(self.node.inputs)
         for index, value in self.constants:
             args[index] = value

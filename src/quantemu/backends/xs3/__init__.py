@@ -5,6 +5,7 @@ Importing this package registers the conformance adapters of every operator
 models and the divergences from the seed notes.
 """
 
+from quantemu.backends.registry import BackendSpec
 from quantemu.backends.xs3 import conformance  # noqa: F401 (importing registers the operators)
 from quantemu.backends.xs3.bso import BsoChannels, pack_bso, unpack_bso
 from quantemu.backends.xs3.conv import (
@@ -19,6 +20,9 @@ from quantemu.backends.xs3.fc import (
     fully_connected_8,
     fully_connected_16,
 )
+from quantemu.backends.xs3.lower import Options as LowerOptions
+from quantemu.backends.xs3.lower import header as lower_header
+from quantemu.backends.xs3.lower import lower
 from quantemu.backends.xs3.params import ConvParams, Model, OutputOptions, Window, YParams
 from quantemu.backends.xs3.quantize import (
     DerivedParams,
@@ -31,7 +35,19 @@ from quantemu.backends.xs3.quantize import (
 )
 from quantemu.backends.xs3.result import OpResult
 
+#: The backend's registration (:mod:`quantemu.backends.catalog` registers it).
+BACKEND = BackendSpec(
+    name="xs3",
+    target="XMOS xcore.ai (XS3 VPU) through lib_nn",
+    scheme="TFLite int8 post-training quantization, BSO output stages by tflite2xcore's rules",
+    options=LowerOptions,
+    lower=lower,
+    header=lower_header,
+    lint=None,
+)
+
 __all__ = [
+    "BACKEND",
     "BsoChannels",
     "ConvParams",
     "DerivedParams",

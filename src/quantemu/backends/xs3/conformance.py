@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from quantemu.backends.registry import Backend, register
+from quantemu.backends.registry import register
 from quantemu.backends.xs3.conv import (
     conv2d_1x1,
     conv2d_deep,
@@ -35,7 +35,7 @@ from quantemu.backends.xs3.params import (
     check_keys,
 )
 
-XS3 = Backend.XS3
+XS3 = "xs3"
 CONV_ATTRS = frozenset({"zero_point", "window", "y_params", "symmetric_saturation", "model"})
 OUTPUT_ATTRS = frozenset({"symmetric_saturation", "model"})
 MODEL_ATTRS = frozenset({"model"})

@@ -38,7 +38,7 @@ from quantemu.backends.xs3.lower_pool import lower_avgpool, lower_global_avgpool
 from quantemu.backends.xs3.lower_quant import override_activation
 from quantemu.backends.xs3.lower_tflite import lower_add, lower_tflite_avgpool
 from quantemu.errors import UnsupportedError
-from quantemu.simulate.program import Layer, LoweredModel
+from quantemu.program import Layer, LoweredModel
 
 __all__ = ["Options", "lower"]
 
@@ -156,9 +156,12 @@ def input_encoding(ctx: LoweringContext, name: str):
     return ctx.encoding(name)
 
 
-def lower(graph, ranges, **options) -> LoweredModel:
-    """Lower an optimized ``graph`` with calibrated ``ranges`` onto XS3 (module docstring)."""
-    opts = Options.parse(options)
+def lower(graph, ranges, options: Options | None = None, **kwargs) -> LoweredModel:
+    """Lower an optimized ``graph`` with calibrated ``ranges`` onto XS3 (module docstring).
+
+    ``options``: an :class:`Options`, or keyword options for :meth:`Options.from_mapping`.
+    """
+    opts = options if isinstance(options, Options) else Options.from_mapping(kwargs)
     ctx = LoweringContext(graph, ranges, opts)
     input_encodings = {info.name: input_encoding(ctx, info.name) for info in graph.inputs}
     layers = tuple(lower_node(ctx, node) for node in graph.nodes)

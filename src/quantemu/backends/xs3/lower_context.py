@@ -11,18 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from quantemu.backends.xs3.lower_quant import activation_params, int8_encoding, override_activation
 from quantemu.backends.xs3.params import Model, OutputOptions
 from quantemu.errors import InvalidInputError, UnsupportedError
-from quantemu.simulate.encoding import LinearEncoding
+from quantemu.program import LinearEncoding
+from quantemu.program.options import LoweringOptions
 
 
 @dataclass(frozen=True)
-class Options:
+class Options(LoweringOptions):
     """The lowering options (``quantemu.compile(..., backend="xs3", **options)``).
 
     ``model``: :class:`~quantemu.backends.xs3.params.Model` (or its string value),
@@ -36,6 +37,8 @@ class Options:
     Either way the ``activation_clamped`` counter says how many outputs the clamp moves (or would
     move).
     """
+
+    backend: ClassVar[str] = "xs3"
 
     model: Model = Model.HOST_REFERENCE
     symmetric_saturation: bool = False

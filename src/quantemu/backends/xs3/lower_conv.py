@@ -40,8 +40,7 @@ from quantemu.backends.xs3.lower_quant import (
 from quantemu.backends.xs3.params import ConvParams, Window, YParams
 from quantemu.backends.xs3.quantize import derive_bso
 from quantemu.errors import InvalidInputError, UnsupportedError
-from quantemu.simulate.encoding import LinearEncoding, QTensor
-from quantemu.simulate.program import Layer, LayerOutput
+from quantemu.program import Layer, LayerOutput, LinearEncoding, QTensor
 
 SHALLOWIN_C_IN = (4, 8, 16, 32)
 _OPS = {
@@ -86,7 +85,7 @@ class LibnnLayer(Layer):
     apply_act: bool
     encoding: LinearEncoding
 
-    def run(self, inputs: list[QTensor]) -> LayerOutput:
+    def compute(self, inputs: list[QTensor]) -> LayerOutput:
         """Run the lib_nn operator on the batch (channels-last views, no per-image loop)."""
         x = np.moveaxis(inputs[0].codes, 1, -1)  # NCHW -> NHWC view; (N, C) unchanged
         x = np.ascontiguousarray(pad_last(x, self.in_channels))

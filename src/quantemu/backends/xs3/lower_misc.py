@@ -26,8 +26,7 @@ from quantemu.backends.xs3.lower_context import LoweringContext
 from quantemu.backends.xs3.lower_quant import int8_encoding, round_half_away
 from quantemu.errors import UnsupportedError
 from quantemu.graph.executor import run_node
-from quantemu.simulate.encoding import LinearEncoding, QTensor
-from quantemu.simulate.program import Layer, LayerOutput
+from quantemu.program import Layer, LayerOutput, LinearEncoding, QTensor
 
 MOVES = ("Flatten", "Reshape", "Transpose", "Identity", "Dropout")
 LUT_OPS = ("Relu", "Clip", "Sigmoid", "Tanh")
@@ -69,7 +68,7 @@ class MoveLayer(Layer):
 
     node: Any
 
-    def run(self, inputs: list[QTensor]) -> LayerOutput:
+    def compute(self, inputs: list[QTensor]) -> LayerOutput:
         """The same codes in the new shape, with the input's encoding."""
         return LayerOutput(QTensor(_reshaped(self.node, inputs[0].codes), inputs[0].encoding))
 
@@ -120,7 +119,7 @@ class LookupLayer(Layer):
     clipped: np.ndarray
     encoding: LinearEncoding
 
-    def run(self, inputs: list[QTensor]) -> LayerOutput:
+    def compute(self, inputs: list[QTensor]) -> LayerOutput:
         """One gather; ``output_saturated`` counts lookups of entries the table clamped."""
         index = inputs[0].codes.astype(np.intp) + 128
         counters = {"output_saturated": int(np.count_nonzero(self.clipped[index]))}
@@ -162,7 +161,7 @@ class FloatLayer(Layer):
     constants: Mapping[str, np.ndarray]
     encoding: LinearEncoding
 
-    def run(self, inputs: list[QTensor]) -> LayerOutput:
+    def compute(self, inputs: list[QTensor]) -> LayerOutput:
         """``output_saturated`` counts values outside the output encoding's range."""
         fed = iter(q.dequantize() for q in inputs)
         args = [

@@ -29,8 +29,7 @@ from quantemu.backends.xs3.lower_context import LoweringContext
 from quantemu.backends.xs3.output_stage import rshr
 from quantemu.errors import InvalidInputError, UnsupportedError
 from quantemu.intmath import saturate_count, saturate_symmetric_count, wrap
-from quantemu.simulate.encoding import LinearEncoding, QTensor
-from quantemu.simulate.program import Layer, LayerOutput
+from quantemu.program import Layer, LayerOutput, LinearEncoding, QTensor
 
 LIBNN_NOTE = (
     "lib_nn {op} transcribed from XMOS's C reference and tflite2xcore (not a conformance-"
@@ -96,7 +95,7 @@ class MaxPoolLayer(Layer):
 
     geometry: PoolGeometry
 
-    def run(self, inputs: list[QTensor]) -> LayerOutput:
+    def compute(self, inputs: list[QTensor]) -> LayerOutput:
         """Max over the kernel taps; the output keeps the input's encoding."""
         x = inputs[0].codes
         y = None
@@ -152,7 +151,7 @@ class LibnnAvgPoolLayer(Layer):
     shift: int
     low: int
 
-    def run(self, inputs: list[QTensor]) -> LayerOutput:
+    def compute(self, inputs: list[QTensor]) -> LayerOutput:
         """Sum of ``code * scale`` over the window (|sum| <= 49 * 128 * 127: no overflow)."""
         acc = None
         for tap in self.geometry.taps(inputs[0].codes, 0):
@@ -202,7 +201,7 @@ class LibnnGlobalAvgLayer(Layer):
     encoding: LinearEncoding
     keepdims: bool = True
 
-    def run(self, inputs: list[QTensor]) -> LayerOutput:
+    def compute(self, inputs: list[QTensor]) -> LayerOutput:
         """The C adds in int32 (``int32_t acc = bias; acc += x * scale``): wraps are counted."""
         x = inputs[0].codes.astype(np.int64)
         # |sum| <= H*W * 128 * 127 and |bias| < 2^32: fits int64.

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from quantemu.errors import InvalidInputError, UnsupportedError
-from quantemu.simulate.encoding import LinearEncoding
+from quantemu.program import LinearEncoding
 
 QMIN, QMAX = -128, 127
 WEIGHT_QMAX = 127  # TFLite's kMaxQuantizedValue8bit; weights are clamped to [-127, 127]

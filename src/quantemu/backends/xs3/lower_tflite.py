@@ -43,8 +43,7 @@ from quantemu.intmath import (
     saturate_count,
     saturating_rounding_doubling_high_mul_round_half_up,
 )
-from quantemu.simulate.encoding import LinearEncoding, QTensor
-from quantemu.simulate.program import Layer, LayerOutput
+from quantemu.program import Layer, LayerOutput, LinearEncoding, QTensor
 
 TFLM_NOTE = (
     "TFLite-Micro reference kernel {op}, not a lib_nn operator; not covered by conformance vectors"
@@ -103,7 +102,7 @@ class AddLayer(Layer):
     encoding: LinearEncoding
     constants: tuple[np.ndarray | None, np.ndarray | None] = (None, None)
 
-    def run(self, inputs: list[QTensor]) -> LayerOutput:
+    def compute(self, inputs: list[QTensor]) -> LayerOutput:
         """Vectorized gemmlowp arithmetic; every intermediate stays in int32 as in the C."""
         fed = iter(inputs)
         codes = [c if c is not None else next(fed).codes for c in self.constants]
@@ -176,7 +175,7 @@ class TfliteAvgPoolLayer(Layer):
     geometry: PoolGeometry
     include_pad: bool
 
-    def run(self, inputs: list[QTensor]) -> LayerOutput:
+    def compute(self, inputs: list[QTensor]) -> LayerOutput:
         """Window sums and counts over the kernel taps, then TFLite's rounding division."""
         x, enc = inputs[0].codes, inputs[0].encoding
         top, left, bottom, right = self.geometry.pads

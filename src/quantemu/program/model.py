@@ -1,60 +1,25 @@
 """A lowered model: integer layers in graph order, and running them on a batch.
 
-A backend's ``lower.py`` turns the (optimized) float graph into a :class:`LoweredModel`: how each
-graph input is quantized, and one :class:`Layer` per graph node that produces a tensor. A layer
-reads the :class:`~quantemu.simulate.encoding.QTensor` of its input tensors and returns the
-QTensor of its output, computed with the backend's exact operators, plus the counters the target
-keeps (accumulator saturation, output saturation, pair saturation, LUT under/overflow...).
-
-A layer that does not run the target's bit-exact arithmetic (a float fallback the vendor's
-toolchain would also make, or an integer kernel quantemu approximates) says so with
-``exact=False`` and a ``note``; reports show it.
+A backend's lowering turns the (optimized) float graph into a :class:`LoweredModel`: how each
+graph input is quantized, and one :class:`~quantemu.program.layer.Layer` per graph node that
+produces a tensor. :func:`run_lowered` quantizes the feeds and runs the layers in order.
 """
 
 from __future__ import annotations
 
-import abc
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from quantemu.errors import InvalidInputError
-from quantemu.simulate.encoding import Encoding, QTensor
-
-
-@dataclass(frozen=True)
-class LayerOutput:
-    """What one layer call produced: its output tensor and its counters (name -> count)."""
-
-    tensor: QTensor
-    counters: Mapping[str, int] = field(default_factory=dict)
-    # Integer intermediates worth inspecting (e.g. "acc": the int32 accumulators), optional.
-    internals: Mapping[str, np.ndarray] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Layer(abc.ABC):
-    """One lowered graph node. Subclasses are frozen, keyword-only dataclasses that add their
-    precomputed parameters to these fields and implement :meth:`run`."""
-
-    name: str  # the graph node's name
-    op: str  # what runs on the target, e.g. "conv2d_deep", "sdp", "float:Softmax"
-    inputs: tuple[str, ...]  # names of the graph tensors it reads (graph inputs or outputs)
-    output: str  # the graph tensor it produces
-    # Required, without defaults: every layer states whether it is the target's bit-exact
-    # arithmetic (a default would also leak into subclasses that redeclare the field).
-    exact: bool
-    note: str  # why not exact / what fell back / anything a report should say ("" if nothing)
-
-    @abc.abstractmethod
-    def run(self, inputs: list[QTensor]) -> LayerOutput:
-        """Compute the layer on a batch (inputs in ``self.inputs`` order, batch first)."""
+from quantemu.program.encoding import Encoding, QTensor
+from quantemu.program.layer import Layer
 
 
 @dataclass(frozen=True)
 class LoweredModel:
-    """The result of a backend's ``lower()``.
+    """The result of a backend's lowering.
 
     ``input_encodings``: graph input name -> how the float input is quantized on entry.
     ``layers``: in an order where every layer's inputs are produced earlier.
@@ -78,8 +43,8 @@ class RunResult:
     internals: Mapping[str, Mapping[str, np.ndarray]] = field(default_factory=dict)  # by layer
 
 
-def run_lowered(model: LoweredModel, outputs: tuple[str, ...], feeds: Mapping[str, np.ndarray]):
-    """Quantize ``feeds`` and run every layer in order; keep every tensor (they are small)."""
+def quantize_feeds(model: LoweredModel, feeds: Mapping[str, np.ndarray]) -> dict[str, QTensor]:
+    """The graph inputs as the target's codes, or a clear error for a missing or non-float feed."""
     tensors: dict[str, QTensor] = {}
     for name, encoding in model.input_encodings.items():
         if name not in feeds:
@@ -93,6 +58,12 @@ def run_lowered(model: LoweredModel, outputs: tuple[str, ...], feeds: Mapping[st
                 "(quantization to the target's codes happens inside the simulation)"
             )
         tensors[name] = QTensor(encoding.target_quantize(x.astype(np.float32)), encoding)
+    return tensors
+
+
+def run_lowered(model: LoweredModel, outputs: tuple[str, ...], feeds: Mapping[str, np.ndarray]):
+    """Quantize ``feeds`` and run every layer in order; keep every tensor (they are small)."""
+    tensors = quantize_feeds(model, feeds)
     counters: dict[str, Mapping[str, int]] = {}
     internals: dict[str, Mapping[str, np.ndarray]] = {}
     for layer in model.layers:

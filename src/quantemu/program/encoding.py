@@ -12,7 +12,9 @@ interprets codes itself; it asks the encoding to
   code itself; for NNIE's logarithmic codes the signed level index).
 
 Linear (affine) encodings are shared by xs3, nvdla and onednn; NNIE defines its logarithmic one
-in its own backend.
+in its own backend. ``check_codes`` says why an array cannot hold a tensor of the encoding
+(wrong dtype, codes out of range); :meth:`~quantemu.program.layer.Layer.run` applies it to
+every layer's output.
 """
 
 from __future__ import annotations
@@ -62,6 +64,16 @@ class Encoding(abc.ABC):
     @abc.abstractmethod
     def describe(self) -> str:
         """One line for reports, e.g. ``int8 scale=0.0123 zp=-3``."""
+
+    def check_codes(self, codes: object) -> str | None:
+        """Why ``codes`` cannot be a tensor of this encoding, or None when they can.
+
+        The base check: an integer NumPy array. Encodings with a storage dtype check it too.
+        """
+        if not isinstance(codes, np.ndarray) or codes.dtype.kind not in "iu":
+            kind = codes.dtype if isinstance(codes, np.ndarray) else type(codes).__name__
+            return f"codes must be an integer array, got {kind}"
+        return None
 
 
 @dataclass(frozen=True)
@@ -122,6 +134,23 @@ class LinearEncoding(Encoding):
 
     def lsb_index(self, codes: np.ndarray) -> np.ndarray:
         return np.asarray(codes).astype(np.int64)
+
+    def check_codes(self, codes: object) -> str | None:
+        """The codes must have the encoding's dtype (which bounds their range) and, per
+        channel, as many channels along ``axis`` as there are scales."""
+        problem = super().check_codes(codes)
+        if problem is not None or not isinstance(codes, np.ndarray):
+            return problem
+        if codes.dtype != np.dtype(self.dtype):
+            return f"codes have dtype {codes.dtype}, the encoding stores {self.dtype}"
+        if self.axis is not None:
+            channels = np.asarray(self.scale).shape[0]
+            if codes.ndim <= self.axis or codes.shape[self.axis] != channels:
+                return (
+                    f"codes of shape {codes.shape} do not have {channels} channels along axis "
+                    f"{self.axis} (one per scale)"
+                )
+        return None
 
     def describe(self) -> str:
         if self.axis is None:
