@@ -41,7 +41,7 @@ def test_module_entry_point():
 
 
 def test_threads_option_applies_to_the_subcommand_only(monkeypatch):
-    from quantemu.conformance import command
+    from quantemu.cli import conformance as command
     from quantemu.intmath import parallel
 
     seen = []

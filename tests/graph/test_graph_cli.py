@@ -35,6 +35,7 @@ def resnet18_file(tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 def test_inspect_resnet18_shaped_model(resnet18_file, capsys):
     assert main(["inspect", str(resnet18_file), "--batch", "1"]) == 0
     out = capsys.readouterr().out
@@ -54,6 +55,7 @@ def test_inspect_resnet18_shaped_model(resnet18_file, capsys):
     assert "11,699,112" in out and "1,814,073,344" in out
 
 
+@pytest.mark.slow
 def test_inspect_optimize_and_dumps(resnet18_file, capsys):
     assert main(["inspect", str(resnet18_file), "-O"]) == 0
     out = capsys.readouterr().out
@@ -112,6 +114,7 @@ def test_lint_nnie_lists_findings_with_advice(capsys):
         assert text in out
 
 
+@pytest.mark.slow
 def test_lint_nnie_error_exits_1(resnet18_file, capsys):
     # ResNet-18's stem max pool (3x3, stride 2, pad 1 on 112x112) gives 56x56 with floor mode
     # and 57x57 with NNIE's ceil mode: the shapes differ, so the finding is an error.

@@ -1,8 +1,7 @@
-"""Boundary-biased hypothesis strategies and reference helpers shared by the intmath tests.
+"""Operand strategies and reference helpers for the intmath tests.
 
-Random integers almost never hit the values where integer arithmetic goes wrong (0, ±1, powers of
-two and their neighbours, the int64 and int32 rails, rounding ties), so every strategy here mixes
-a list of such values with uniform draws. Import as ``from tests.intmath.strategies import ...``.
+The boundary-biased value strategies live in :mod:`tests.strategies`; they are re-exported here so
+the intmath tests import everything from one place (``from tests.intmath.strategies import ...``).
 """
 
 from __future__ import annotations
@@ -10,105 +9,36 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
-
-SIGNED_DTYPES = (np.int8, np.int16, np.int32, np.int64)
-UNSIGNED_DTYPES = (np.uint8, np.uint16, np.uint32, np.uint64)
-INT_DTYPES = SIGNED_DTYPES + UNSIGNED_DTYPES
-
-#: Shift amounts where shifting goes wrong: 0, small, around 32, around 64 and far beyond.
-SPECIAL_SHIFTS = (0, 1, 2, 3, 7, 15, 16, 30, 31, 32, 33, 34, 62, 63, 64, 65, 66, 100)
-
-
-def boundary_values(max_bits: int = 130) -> list[int]:
-    """0, ±1, ±2**k, ±2**k ± 1 for k < max_bits, and the int32 / int64 rails (sorted)."""
-    vals = {0, 1, -1, INT64_MIN, INT64_MAX, INT32_MIN, INT32_MAX, INT64_MIN + 1, INT64_MAX - 1}
-    for k in range(1, max_bits):
-        for base in (2**k, -(2**k)):
-            vals.update((base - 1, base, base + 1))
-    return sorted(vals)
-
-
-_BOUNDARY = boundary_values()
-
-
-_CORE = (
-    0,
-    1,
-    -1,
-    2,
-    -2,
-    3,
-    -3,
-    INT64_MIN,
-    INT64_MAX,
-    INT64_MIN + 1,
-    INT64_MAX - 1,
-    INT32_MIN,
+from tests.strategies import (
     INT32_MAX,
+    INT32_MIN,
+    INT64_MAX,
+    INT64_MIN,
+    big_ints,
+    int32_values,
+    int64_values,
+    int_arrays,
+    object_arrays,
+    shifts,
 )
 
-
-def boundary_ints(min_value: int, max_value: int) -> st.SearchStrategy[int]:
-    """Integers in ``[min_value, max_value]``: a third from a short list of the most dangerous
-    values (0, ±1, ±2, ±3, the rails of int32, int64 and the range itself), a third from the full
-    boundary list (±2**k ± 1), a third uniform."""
-    core = sorted({v for v in (*_CORE, min_value, max_value) if min_value <= v <= max_value})
-    special = [v for v in _BOUNDARY if min_value <= v <= max_value] or core
-    return st.one_of(
-        st.sampled_from(core), st.sampled_from(special), st.integers(min_value, max_value)
-    )
-
-
-def int64_values() -> st.SearchStrategy[int]:
-    """Python ints in int64, boundary-biased."""
-    return boundary_ints(INT64_MIN, INT64_MAX)
-
-
-def int32_values() -> st.SearchStrategy[int]:
-    return boundary_ints(INT32_MIN, INT32_MAX)
-
-
-def big_ints(max_bits: int = 200) -> st.SearchStrategy[int]:
-    """Python ints of any size (mostly outside int64), boundary-biased."""
-    return boundary_ints(-(2**max_bits), 2**max_bits)
-
-
-def shifts(min_value: int = 0, max_value: int = 100) -> st.SearchStrategy[int]:
-    """Shift amounts: the special ones (and their negatives) in range, plus uniform draws."""
-    special = sorted({v for s in SPECIAL_SHIFTS for v in (s, -s)})
-    special = [v for v in special if min_value <= v <= max_value] or [min_value]
-    return st.one_of(st.sampled_from(special), st.integers(min_value, max_value))
-
-
-def dtype_range(dtype) -> tuple[int, int]:
-    info = np.iinfo(dtype)
-    return int(info.min), int(info.max)
-
-
-@st.composite
-def int_arrays(draw, dtype=None, *, elements=None, min_size: int = 1, max_size: int = 12):
-    """A 1-D NumPy array of ``dtype`` (drawn from int8..uint64 when None).
-
-    ``elements`` is a strategy of Python ints; values outside the dtype are dropped (default:
-    boundary-biased values over the whole dtype range).
-    """
-    dtype = np.dtype(draw(st.sampled_from(INT_DTYPES)) if dtype is None else dtype)
-    lo, hi = dtype_range(dtype)
-    elems = boundary_ints(lo, hi) if elements is None else elements.filter(lambda v: lo <= v <= hi)
-    values = draw(st.lists(elems, min_size=min_size, max_size=max_size))
-    return np.array(values, dtype=dtype)
-
-
-@st.composite
-def object_arrays(draw, elements=None, *, min_size: int = 1, max_size: int = 8):
-    """A 1-D object array of Python ints (huge ones included by default)."""
-    elems = st.one_of(big_ints(), int64_values()) if elements is None else elements
-    values = draw(st.lists(elems, min_size=min_size, max_size=max_size))
-    arr = np.empty(len(values), dtype=object)
-    arr[:] = values
-    return arr
+__all__ = [
+    "INT32_MAX",
+    "INT32_MIN",
+    "INT64_MAX",
+    "INT64_MIN",
+    "apply_reference",
+    "as_python",
+    "assert_matches",
+    "big_ints",
+    "fits_int64",
+    "int32_values",
+    "int64_values",
+    "int_arrays",
+    "int_operands",
+    "object_arrays",
+    "shifts",
+]
 
 
 def int_operands(elements=None) -> st.SearchStrategy:

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from quantemu.cli import main
+from quantemu.cli.options import parse_options
 from quantemu.data import demo_dataset, demo_model_path
-from quantemu.simulate.run_command import parse_options
 
 
 @pytest.fixture(scope="module")
@@ -144,9 +144,10 @@ def test_run_usage_errors_exit_2(fake_backends, capsys, argv, message):
     assert err.startswith("quantemu run: error: ") and message in err, err
 
 
-def test_run_unknown_option_names_it(fake_backends, capsys):
-    code, _, err = _run(capsys, "demo", "--backend", "xs3", "--option", "speed=3", "-q")
-    assert code == 1 and "unknown option" in err and "speed" in err, err
+def test_run_unknown_option_names_it_before_calibrating(fake_backends, capsys):
+    code, _, err = _run(capsys, "demo", "--backend", "onednn", "--option", "speed=3", "-q")
+    assert code == 2 and err.count("\n") == 1, err
+    assert "unknown option(s) 'speed'; the options are isa" in err
 
 
 def test_run_unknown_backend_is_an_argparse_error(capsys):
@@ -196,11 +197,12 @@ def test_run_unwritable_output_is_exit_2(fake_backends, capsys, tmp_path):
     assert code == 2 and "cannot write" in err and "r.json" in err
 
 
-def test_parse_options_scopes_and_values():
+def test_parse_options_scopes_and_keeps_values_as_text():
+    # The backend's options class types the values (tests/cli/test_cli_options.py).
     options = parse_options(
         ["alpha=3", "onednn.isa=avx2", "nvdla.lut=false", "name=x.y"], ["nvdla", "onednn"], None
     )
     assert options == {
-        "nvdla": {"alpha": 3, "lut": False, "name": "x.y"},
-        "onednn": {"alpha": 3, "isa": "avx2", "name": "x.y"},
+        "nvdla": {"alpha": "3", "lut": "false", "name": "x.y"},
+        "onednn": {"alpha": "3", "isa": "avx2", "name": "x.y"},
     }

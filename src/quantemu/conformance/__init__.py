@@ -4,8 +4,8 @@ A vector file (``conformance/FORMAT.md``) holds one operator call per line with 
 attributes and the exact outputs a trusted implementation produced. :func:`read_cases` parses
 files into :class:`Case` values (or :class:`MalformedCase` for lines that break the format),
 :func:`run_suite` runs them against the registered operators, and :mod:`.report` prints the
-verdicts. ``quantemu conformance`` (:mod:`.command`) puts the pieces together; the public suite
-ships in ``vectors/`` and :func:`bundled_files` finds it.
+verdicts. ``quantemu conformance`` (:mod:`quantemu.cli.conformance`) puts the pieces together;
+the public suite ships in ``vectors/`` and :func:`bundled_files` finds it.
 """
 
 from quantemu.conformance.compare import Mismatch, compare_output, compare_outputs

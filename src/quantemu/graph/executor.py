@@ -13,13 +13,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from quantemu.errors import InvalidInputError
-from quantemu.graph.ir import format_shape
+from quantemu.graph.ir import Inputs, format_shape, install_float_executor
 from quantemu.graph.ops import spec
 
 if TYPE_CHECKING:
     from quantemu.graph.ir import Graph, Node
-
-Inputs = np.ndarray | Sequence[np.ndarray] | Mapping[str, np.ndarray]
 
 
 def bind_inputs(graph: Graph, inputs: Inputs) -> dict[str, np.ndarray]:
@@ -120,3 +118,6 @@ def run_float(
     if not intermediates:
         return {name: result[name] for name in graph.outputs}
     return result
+
+
+install_float_executor(run_float)

@@ -12,23 +12,33 @@ until the symbolic dimensions are bound (:meth:`Graph.with_batch`).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from quantemu.errors import InvalidInputError
-
-if TYPE_CHECKING:
-    from quantemu.graph.executor import Inputs
 
 Dim = int | str
 Shape = tuple[Dim, ...]
 
 #: The placeholder for a dimension whose size is unknown until symbolic dimensions are bound.
 UNKNOWN_DIM = "?"
+
+#: What :meth:`Graph.run_float` takes: one array, a sequence in input order, or a mapping by name.
+Inputs = np.ndarray | Sequence[np.ndarray] | Mapping[str, np.ndarray]
+
+#: The float executor behind :meth:`Graph.run_float`, installed by :mod:`quantemu.graph.executor`
+#: when it is imported (the ``quantemu.graph`` package imports it before anything can use a
+#: graph). The executor is built on the IR; the IR does not import it back.
+_EXECUTORS: dict[str, Callable[..., dict[str, np.ndarray]]] = {}
+
+
+def install_float_executor(run: Callable[..., dict[str, np.ndarray]]) -> None:
+    """Make ``run(graph, inputs, *, intermediates)`` the executor of :meth:`Graph.run_float`."""
+    _EXECUTORS["float"] = run
 
 
 class Attrs(Mapping[str, Any]):
@@ -302,9 +312,7 @@ class Graph:
 
     def run_float(self, inputs: Inputs, *, intermediates: bool = False) -> dict[str, np.ndarray]:
         """Run the float32 reference executor; see :func:`quantemu.graph.executor.run_float`."""
-        from quantemu.graph.executor import run_float  # noqa: PLC0415 (executor imports ir)
-
-        return run_float(self, inputs, intermediates=intermediates)
+        return _EXECUTORS["float"](self, inputs, intermediates=intermediates)
 
     def summary(self, *, width: int = 120) -> str:
         """The per-node table that ``quantemu inspect`` prints, as text."""

@@ -4,7 +4,10 @@ Rounding right shifts named by tie rule (:mod:`~quantemu.intmath.rounding`), sat
 wrapping (:mod:`~quantemu.intmath.saturation`), fixed-point multiplies
 (:mod:`~quantemu.intmath.fixedpoint`), float-to-int conversions as targets perform them
 (:mod:`~quantemu.intmath.floatconv`), saturating accumulation
-(:mod:`~quantemu.intmath.accumulate`), and the enums naming their variants
+(:mod:`~quantemu.intmath.accumulate`), the rounding shift whose rounding add wraps
+(:mod:`~quantemu.intmath.wrapping_shift`), the exact integer GEMM
+(:mod:`~quantemu.intmath.matmul`), sliding windows (:mod:`~quantemu.intmath.windows`), and
+the enums naming their variants
 (:mod:`~quantemu.intmath.policies`). :mod:`~quantemu.intmath.reference` holds the same
 primitives on plain Python ints: the specification they are tested against.
 :mod:`~quantemu.intmath.parallel` splits large arrays across cores (same results at any thread
@@ -19,9 +22,12 @@ from quantemu.intmath.fixedpoint import (
     saturating_rounding_doubling_high_mul_round_half_up,
 )
 from quantemu.intmath.floatconv import (
+    float32_round_half_up_add_floor,
     float32_to_int_round_half_even_saturate,
+    float64_round_half_away_add_truncate,
     float64_to_int_round_half_away_add_truncate,
 )
+from quantemu.intmath.matmul import matmul_exact
 from quantemu.intmath.policies import Bounds, Granularity, NanPolicy, NegativeShift
 from quantemu.intmath.rounding import (
     shift_left_saturate,
@@ -42,6 +48,11 @@ from quantemu.intmath.saturation import (
     wrap,
     wrap_unsigned,
 )
+from quantemu.intmath.windows import sliding_windows
+from quantemu.intmath.wrapping_shift import (
+    shift_right_round_half_up_wrapping_add,
+    shift_right_round_half_up_wrapping_add_count,
+)
 
 __all__ = [
     "Bounds",
@@ -50,8 +61,11 @@ __all__ = [
     "NegativeShift",
     "accumulate",
     "accumulate_count",
+    "float32_round_half_up_add_floor",
     "float32_to_int_round_half_even_saturate",
+    "float64_round_half_away_add_truncate",
     "float64_to_int_round_half_away_add_truncate",
+    "matmul_exact",
     "multiply_shift_right_round_half_away",
     "multiply_shift_right_round_half_up",
     "rounding_divide_by_pot",
@@ -68,7 +82,10 @@ __all__ = [
     "shift_right_round_half_down",
     "shift_right_round_half_even",
     "shift_right_round_half_up",
+    "shift_right_round_half_up_wrapping_add",
+    "shift_right_round_half_up_wrapping_add_count",
     "shift_right_toward_zero",
+    "sliding_windows",
     "wrap",
     "wrap_unsigned",
 ]

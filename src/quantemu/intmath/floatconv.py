@@ -27,7 +27,9 @@ from quantemu.intmath.parallel import map_chunks, splittable
 from quantemu.intmath.policies import NanPolicy
 
 __all__ = [
+    "float32_round_half_up_add_floor",
     "float32_to_int_round_half_even_saturate",
+    "float64_round_half_away_add_truncate",
     "float64_to_int_round_half_away_add_truncate",
 ]
 
@@ -308,3 +310,75 @@ def _add_half_truncate(v) -> float:
     """The C model on one double (non-decreasing in ``v``); Python floats are binary64."""
     v = float(v)
     return float(np.trunc(v + 0.5 if v >= 0 else v - 0.5))
+
+
+# --- rounding that stays in float (parameter derivation) --------------------------------------
+
+
+def _real_operand(x, func: str, dtype) -> np.ndarray:
+    """``x`` as an array of ``dtype``: floats as :func:`_float_operand`, integers converted as
+    C converts them (rounded to nearest), bools rejected."""
+    if isinstance(x, (bool, np.bool_)):
+        raise _reject(func, "a float or integer value, got a bool", "pass numbers")
+    arr = np.asarray(x)
+    if arr.dtype.kind in "iu" or arr.dtype == object:
+        return np.asarray(x, dtype=dtype)
+    return _float_operand(arr, func, dtype)[0]
+
+
+def float64_round_half_away_add_truncate(x):
+    """float64 rounded half away from zero as C's ``trunc(x +- 0.5)``, kept as float64.
+
+    Formula: ``trunc(fl(x + 0.5))`` for ``x >= 0`` and ``trunc(fl(x - 0.5))`` for ``x < 0``, where
+    ``fl`` is the IEEE binary64 add (round to nearest even); equal to
+    ``sign(x) * floor(fl(|x| + 0.5))``, the same add mirrored.
+
+    Policy: ties away from zero (``-2.5 -> -3``, ``2.5 -> 3``). The ``+-0.5`` add rounds, and
+    that is kept: ``0.49999999999999994 -> 1`` and from ``2**52`` up the add rounds to even
+    (``2**52 + 1 -> 2**52 + 2``). Exact for every float32 ``x`` (``x + 0.5`` is then exact in
+    binary64). No saturation and no cast: ``+-inf`` and NaN pass through, the caller clamps and
+    converts. Floats narrower than float64 and integers are converted to float64 first (an
+    integer beyond ``2**53`` rounds there, as C's conversion does). Returns float64 (an array,
+    or a NumPy float64 for a scalar). The integer-result twin, saturated, is
+    :func:`float64_to_int_round_half_away_add_truncate`.
+
+    Mirrors: ``std::round`` / ``TfLiteRound`` as TFLite's converter and reference kernels derive
+    quantization parameters (``zero_point``, weight and bias codes, QUANTIZE), and the
+    ``floor(|v| + 0.5)`` with sign of NVIDIA's NVDLA compiler (converter offsets, padding values).
+
+    >>> f = float64_round_half_away_add_truncate
+    >>> [float(f(v)) for v in (-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 127.5)]
+    [-3.0, -2.0, -1.0, 1.0, 2.0, 3.0, 128.0]
+    >>> [float(f(v)) for v in (0.49999999999999994, 2.0**52 + 1, -(2.0**52) - 1, 0.49999997)]
+    [1.0, 4503599627370498.0, -4503599627370498.0, 0.0]
+    >>> f(np.array([np.float32(0.49999997), -np.inf, 7])).tolist()
+    [0.0, -inf, 7.0]
+    """
+    xa = _real_operand(x, "float64_round_half_away_add_truncate", np.float64)
+    return np.trunc(xa + np.copysign(0.5, xa))
+
+
+def float32_round_half_up_add_floor(x):
+    """float32 rounded half up as C's ``floorf(x + 0.5f)``, kept as float32.
+
+    Formula: ``floor(fl32(x + 0.5))``, where ``fl32`` is the IEEE binary32 add (round to nearest
+    even).
+
+    Policy: ties toward +inf (``-2.5 -> -2``, ``2.5 -> 3``), but the add rounds in float32 and
+    that is kept: ``0.49999997 -> 1`` (``0.49999997 + 0.5`` rounds up to 1), and from ``2**23``
+    up odd integers gain 1 (``2**23 + 1 -> 2**23 + 2``). No saturation and no cast: ``+-inf`` and
+    NaN pass through. Float16 and integers are converted to float32 first; a wider float must
+    hold float32 values (else an error: cast it explicitly). Returns float32 (an array, or a
+    NumPy float32 for a scalar).
+
+    Mirrors: NVIDIA's NVDLA compiler (``floor(x / scale + 0.5f)`` in float32), which quantizes
+    weights and int32 biases this way.
+
+    >>> f = float32_round_half_up_add_floor
+    >>> [float(f(v)) for v in (-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, -127.5)]
+    [-2.0, -1.0, 0.0, 1.0, 2.0, 3.0, -127.0]
+    >>> [float(f(np.float32(v))) for v in (0.49999997, 2.0**23 + 1, -(2.0**23) - 1)]
+    [1.0, 8388610.0, -8388608.0]
+    """
+    xa = _real_operand(x, "float32_round_half_up_add_floor", np.float32)
+    return np.floor(xa + np.float32(0.5))

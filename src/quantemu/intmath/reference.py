@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from fractions import Fraction
 
 import numpy as np
 
@@ -229,3 +230,94 @@ def float64_to_int_round_half_away_add_truncate(x, *, bits=64):
     if math.isinf(y):
         return hi if y > 0 else lo
     return min(max(int(y), lo), hi)  # int() truncates toward zero, exactly
+
+
+def float64_round_half_away_add_truncate(x):
+    """``trunc(x + 0.5)`` or ``trunc(x - 0.5)`` by the sign, the add in IEEE double (Python
+    floats are doubles); ``±inf`` and NaN pass through."""
+    x = float(x)
+    y = x + 0.5 if x >= 0 else x - 0.5
+    return float(math.trunc(y)) if math.isfinite(y) else y
+
+
+def _round_to_float32(v: Fraction) -> float:
+    """``v`` rounded to the nearest binary32 value, ties to even (overflow gives ±inf)."""
+    if v == 0:
+        return 0.0
+    mag = abs(v)
+    e = mag.numerator.bit_length() - mag.denominator.bit_length()
+    while Fraction(2) ** e > mag:
+        e -= 1
+    while Fraction(2) ** (e + 1) <= mag:
+        e += 1
+    ulp = Fraction(2) ** (max(e, -126) - 23)  # 24-bit significand; subnormals below 2**-126
+    q = mag / ulp
+    n = math.floor(q)
+    if q - n > Fraction(1, 2) or (q - n == Fraction(1, 2) and n % 2 == 1):
+        n += 1
+    r = n * ulp
+    if r >= Fraction(2) ** 128:
+        return math.copysign(math.inf, v)
+    return float(r) if v > 0 else -float(r)
+
+
+def float32_round_half_up_add_floor(x):
+    """``floor(fl32(x + 0.5))``: the exact sum rounded once to binary32, then the floor."""
+    x = float(x)
+    if math.isnan(x) or math.isinf(x):
+        return x
+    return float(math.floor(_round_to_float32(Fraction(x) + Fraction(1, 2))))
+
+
+# --- rounding shift with a wrapping add ------------------------------------------------------
+
+
+def shift_right_round_half_up_wrapping_add(x, shift, *, bits=32):
+    """``floor(wrap_b(x + 2**(s-1)) / 2**s)`` (``wrap_b(x)`` for ``s == 0``)."""
+    if not 0 <= shift <= bits - 1:
+        raise InvalidInputError(f"shift {shift} outside [0, {bits - 1}]")
+    half = 2 ** (shift - 1) if shift else 0
+    return _wrap(x + half, bits) // 2**shift
+
+
+def shift_right_round_half_up_wrapping_add_count(x, shift, *, bits=32):
+    """``(y, wrapped)``: ``wrapped`` when ``wrap_b(x) + 2**(s-1) > 2**(bits-1) - 1``."""
+    y = shift_right_round_half_up_wrapping_add(x, shift, bits=bits)
+    half = 2 ** (shift - 1) if shift else 0
+    return y, _wrap(x, bits) + half > 2 ** (bits - 1) - 1
+
+
+# --- exact matrix product and windows ----------------------------------------------------------
+
+
+def matmul_exact(a, b):
+    """``a @ b`` for 2-D nested lists of ints: naive Python-int dot products."""
+    inner = len(b)
+    if any(len(row) != inner for row in a):
+        raise InvalidInputError("inner dimensions differ")
+    cols = len(b[0]) if b else 0
+    return [
+        [sum(int(row[k]) * int(b[k][n]) for k in range(inner)) for n in range(cols)] for row in a
+    ]
+
+
+def sliding_windows(x, kernel, *, strides, dilations, pads, pad_value):
+    """Windows ``[oh][ow][r][c]`` of the 2-D nested list ``x``, by explicit index arithmetic."""
+    (kh, kw), (sh, sw), (dh, dw) = kernel, strides, dilations
+    top, left, bottom, right = pads
+    h, w = len(x), len(x[0]) if x else 0
+
+    def at(i, j):  # position (i, j) of the padded (or cropped) input
+        i, j = i - top, j - left
+        return x[i][j] if 0 <= i < h and 0 <= j < w else pad_value
+
+    hp, wp = h + top + bottom, w + left + right
+    oh = (hp - (kh - 1) * dh - 1) // sh + 1 if hp >= (kh - 1) * dh + 1 else 0
+    ow = (wp - (kw - 1) * dw - 1) // sw + 1 if wp >= (kw - 1) * dw + 1 else 0
+    return [
+        [
+            [[at(p * sh + r * dh, q * sw + c * dw) for c in range(kw)] for r in range(kh)]
+            for q in range(ow)
+        ]
+        for p in range(oh)
+    ]

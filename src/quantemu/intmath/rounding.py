@@ -18,6 +18,7 @@ import numpy as np
 
 from quantemu.errors import InvalidInputError
 from quantemu.intmath._arrays import (
+    INT64_MAX,
     INT64_MIN,
     as_int_operand,
     as_result,
@@ -111,6 +112,25 @@ def _right_array(x: np.ndarray, s: np.ndarray, rule: str):
     y = round_from_floor(x, np.minimum(s, 63), rule)
     huge = s >= 64
     return np.where(huge, _huge_int64(x, s, rule), y) if huge.any() else y
+
+
+def _biased_array(x: np.ndarray, s: np.ndarray, rule: str, bound):
+    """Element-wise shifts by ``(x + c) >> s`` with a bias ``c`` per shift, broadcast inside the
+    ufuncs (per-channel shifts are never materialised at ``x``'s size); None when a shift is
+    outside ``[0, 62]`` or ``max(x) + c`` could overflow. Floor: ``c = 0``; half up:
+    ``c = 2**(s-1)``; half down: ``c = 2**(s-1) - 1`` (both 0 for ``s == 0``), as in
+    :func:`~quantemu.intmath._shift_kernels._biased_shift`. ``bound``: a proven bound of ``|x|``.
+    """
+    if s.size == 0 or int(s.min()) < 0 or int(s.max()) > 62:
+        return None
+    if rule == FLOOR:
+        return x >> s
+    half = np.where(s > 0, np.left_shift(1, np.maximum(s - 1, 0)), 0)
+    c = half if rule == HALF_UP else np.maximum(half - 1, 0)
+    xmax = bound if bound is not None else (int(x.max()) if x.size else 0)
+    if xmax > INT64_MAX - int(c.max()):
+        return None
+    return (x + c) >> s
 
 
 # --- left shifts -------------------------------------------------------------------------------
@@ -236,6 +256,10 @@ def shift_right(
         else:
             y = _left(xa, -sv, bits=bits or 64, saturating=sat, func=func)
         return as_result(np.asarray(y, dtype=xa.dtype), scalar)
+    if xa.dtype != object and rule in (FLOOR, HALF_UP, HALF_DOWN):
+        y = _biased_array(xa, s, rule, bound)
+        if y is not None:
+            return y
     xb, sb = np.broadcast_arrays(xa, s)
     neg = sb < 0
     if not neg.any():

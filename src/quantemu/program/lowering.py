@@ -76,6 +76,7 @@ class LoweringContext:
         self,
         cls: type[L],
         node: Node,
+        /,
         *,
         op: str,
         inputs: Iterable[str] | None = None,
@@ -86,7 +87,8 @@ class LoweringContext:
         """A ``cls`` layer for ``node``: the one way to build a layer from a node.
 
         ``inputs`` defaults to the node's run-time inputs; the output is the node's (single)
-        output; ``fields`` are the layer class's own parameters.
+        output; ``fields`` are the layer class's own parameters (``cls`` and ``node`` are
+        positional-only, so a layer may have a field named ``node``).
         """
         return cls(
             name=node.name,

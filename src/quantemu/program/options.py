@@ -131,7 +131,9 @@ def _type_text(hint: Any) -> str:
     enum_cls = _enum_type(hint)
     if enum_cls is not None:
         return "|".join(str(m.value) for m in enum_cls)
-    return getattr(hint, "__name__", str(hint).replace("typing.", ""))
+    if isinstance(hint, type):
+        return hint.__name__
+    return str(hint).replace("typing.", "").replace("collections.abc.", "")
 
 
 def _value_text(value: Any) -> str:

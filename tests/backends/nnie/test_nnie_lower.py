@@ -9,9 +9,15 @@ from onnx import helper
 
 import quantemu
 from quantemu.backends.nnie import log_dequantize, log_quantize, snap_clip
-from quantemu.backends.nnie.lower import LogEncoding, Options, lint_graph, lower
-from quantemu.backends.nnie.lower_encoding import quantize_counted
-from quantemu.backends.nnie.lower_layers import CodeLayer, NnieLayer
+from quantemu.backends.nnie.lower import (
+    CodeLayer,
+    LogEncoding,
+    NnieLayer,
+    Options,
+    lint_graph,
+    lower,
+    quantize_counted,
+)
 from quantemu.calibration.api import calibrate
 from quantemu.calibration.ranges import CalibrationRanges, TensorRange
 from quantemu.data import demo_dataset, demo_model_path
@@ -100,7 +106,7 @@ def test_demo_clips_follow_max_abs_of_the_calibrated_ranges(demo):
     for layer in lowered.layers:
         if isinstance(layer, NnieLayer):
             low, high = ranges[layer.output]
-            assert layer.output_encoding.clip == _clip(max(abs(low), abs(high)))
+            assert layer.encoding.clip == _clip(max(abs(low), abs(high)))
             for w in layer.weights:
                 values = graph.initializers[w.name]
                 assert w.encoding.clip == _clip(float(np.max(np.abs(values))))
@@ -235,16 +241,25 @@ def test_unsupported_operator_names_node_op_and_supported_set():
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"isa": "avx2"}, r"unknown option\(s\) 'isa'.*grouped_conv \(float, log\)"),
-        ({"grouped_conv": "int8"}, r"grouped_conv='int8' is not one of float, log"),
-        ({"layer_inputs": 2}, r"layer_inputs=2 is not one of per_tensor, shared"),
-        ({"clip_selection": "mse"}, r"not one of max_abs; 'mse' needs the calibration tensors"),
+        ({"isa": "avx2"}, r"unknown option\(s\) 'isa'.*grouped_conv \(float\|log\)"),
+        ({"grouped_conv": "int8"}, r"grouped_conv = 'int8'; choose one of 'float', 'log'"),
+        ({"layer_inputs": 2}, r"layer_inputs = 2; choose one of 'per_tensor', 'shared'"),
+        ({"clip_selection": "mse"}, r"one of 'max_abs'; 'mse' needs the calibration tensors"),
     ],
 )
 def test_bad_options(demo, options, message):
     graph, ranges = demo
     with pytest.raises(InvalidInputError, match=message):
         lower(graph, ranges, **options)
+
+
+def test_options_built_directly_take_values_and_say_why_not_mse(demo):
+    assert Options(grouped_conv="log").grouped_conv.value == "log"
+    with pytest.raises(InvalidInputError, match=r"choose one of 'max_abs'; 'mse' needs the"):
+        Options(clip_selection="mse")
+    graph, ranges = demo
+    with pytest.raises(InvalidInputError, match="not both"):
+        lower(graph, ranges, Options(), grouped_conv="log")
 
 
 def test_missing_range_and_bad_arguments(demo):

@@ -1,25 +1,25 @@
-"""Hypothesis strategies for the nvdla tests: raw register sets and inputs, boundary-biased."""
+"""Hypothesis strategies for the nvdla tests: raw register sets and inputs, boundary-biased.
+
+The field values come from the shared edge strategies in :mod:`tests.strategies`.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 from hypothesis import strategies as st
+from tests.strategies import signed_ints, unsigned_ints
 
 from quantemu.backends.nvdla import CdpRegisters, PdpRegisters, SdpRegisters
 
 
 def raw(bits: int) -> st.SearchStrategy[int]:
     """A raw field value, often at a boundary of its unsigned or two's-complement reading."""
-    top = (1 << bits) - 1
-    half = top >> 1  # the largest positive two's-complement value
-    edges = sorted(v for v in {0, 1, 2, half - 1, half, half + 1, top - 1, top} if 0 <= v <= top)
-    return st.one_of(st.sampled_from(edges), st.integers(0, top))
+    return unsigned_ints(bits)
 
 
 def signed(bits: int) -> st.SearchStrategy[int]:
     """A signed ``bits``-bit value, boundary-biased."""
-    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
-    return st.one_of(st.sampled_from([lo, lo + 1, -1, 0, 1, hi - 1, hi]), st.integers(lo, hi))
+    return signed_ints(bits)
 
 
 def field_sets(block, overrides: dict | None = None) -> st.SearchStrategy[dict]:

@@ -11,8 +11,7 @@ from tests.graph.onnx_models import model
 
 import quantemu
 from quantemu.backends.nvdla import CaccRegisters, SdpRegisters, cacc, pdp, sdp
-from quantemu.backends.nvdla.lower import lower
-from quantemu.backends.nvdla.lower_pool import plane_factors
+from quantemu.backends.nvdla.lower import Options, lower, plane_factors
 from quantemu.backends.nvdla.quantize import (
     output_converter_fields,
     program_pdp,
@@ -171,19 +170,25 @@ def test_dense_layer_with_fused_relu_equals_direct_ops():
     assert np.array_equal(got, want) and got.min() >= 0
 
 
-def test_gemm_type_follows_the_exactness_bound():
-    # B = 2000 * 127 * 128 > 2^24: float32 could round, so the GEMM runs in float64 (exact)
+def test_gemm_is_exact_beyond_the_float32_bound():
+    # B = 2000 * 127 * 128 > 2^24: a float32 GEMM could round; matmul_exact (which the layer
+    # calls with the int8 input's bound 128) picks a type its proof says is exact
     rng = np.random.default_rng(129)
     w = np.where(rng.random((3, 2000)) < 0.5, -1.0, 1.0).astype(np.float32)
     x = rng.normal(size=(4, 2000)).astype(np.float32)
     prog = _compile(_single("Gemm", ["N", 2000], {"w": w}, transB=1), x)
     (layer,) = prog.lowered.layers
-    assert layer.weights.dtype == np.float64 and not layer.needs_cacc
+    assert layer.weights.dtype == np.int8 and not layer.needs_cacc
+    assert "|acc| <= 32512000 < 2^31" in layer.note  # B = 2000 * 127 * 128
     xq = prog.run(x).tensors["x"].codes.astype(np.int64)
     out = layer.run([prog.run(x).tensors["x"]])
     assert np.array_equal(out.internals["acc"], xq @ (127 * w.T.astype(np.int64)))
     small = _compile(_single("Gemm", ["N", 20], {"w": w[:, :20]}, transB=1), x[:, :20])
-    assert small.lowered.layers[0].weights.dtype == np.float32
+    (layer,) = small.lowered.layers
+    xq = small.run(x[:, :20]).tensors["x"]
+    out = layer.run([xq])
+    want = xq.codes.astype(np.int64) @ (127 * w[:, :20].T.astype(np.int64))
+    assert np.array_equal(out.internals["acc"], want)
 
 
 # --- (d) counters -----------------------------------------------------------------------------
@@ -447,12 +452,15 @@ def _small_graph():
 
 def test_option_errors_name_the_option_and_the_choices():
     graph, ranges = _small_graph()
-    with pytest.raises(InvalidInputError, match=r"unknown option\(s\) isa; options: weights "
-                       r"\(per_kernel\|per_filter\); rescale"):  # fmt: skip
+    with pytest.raises(InvalidInputError, match=r"unknown option\(s\) 'isa'; the options are "
+                       r"weights \(per_kernel\|per_filter\), rescale"):  # fmt: skip
         lower(graph, ranges, isa="avx2")
-    with pytest.raises(InvalidInputError, match="weights='per_channel' is not valid; choose "
-                       "one of per_kernel, per_filter"):  # fmt: skip
+    with pytest.raises(InvalidInputError, match="weights = 'per_channel'; choose one of "
+                       "'per_kernel', 'per_filter'"):  # fmt: skip
         lower(graph, ranges, weights="per_channel")
+    with pytest.raises(InvalidInputError, match="weights='per_filter' is not valid; choose "
+                       "one of per_kernel, per_filter"):  # fmt: skip
+        Options(weights="per_filter")  # an Options built directly gets no coercion
     with pytest.raises(InvalidInputError, match="rescale=output_converter cannot express"):
         lower(graph, ranges, weights="per_filter", rescale="output_converter")
     with pytest.raises(InvalidInputError, match="no calibrated range for tensor 'x'"):

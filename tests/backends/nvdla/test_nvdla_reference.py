@@ -1,4 +1,4 @@
-"""The vectorised nvdla ops equal the naive page pseudo-code (``nvdla_reference``), with ``==``.
+"""The vectorised nvdla ops equal the naive page pseudo-code (``nvdla.reference``), with ``==``.
 
 Register sets are drawn raw over each field's full range (unused fields random, as in the
 vectors), including encodings the page leaves undefined in the cmod (SDP exponent offsets >= 32,
@@ -9,7 +9,6 @@ integers, which is what the backend documents.
 from __future__ import annotations
 
 import numpy as np
-import nvdla_reference as ref
 from hypothesis import given, settings
 from nvdla_strategies import cacc_cases, cdp_cases, pdp_cases, sdp_cases
 
@@ -23,6 +22,7 @@ from quantemu.backends.nvdla import (
     pdp,
     sdp,
 )
+from quantemu.backends.nvdla import reference as ref
 from quantemu.backends.nvdla.sdp import OPERANDS
 
 FEW = settings(max_examples=60, deadline=None)

@@ -167,6 +167,7 @@ def emulate(name: str, c: dict, m: dict, isa: Isa, lines: list[str]) -> np.ndarr
     return quantized_conv2d(c["x"], c["w"], p, c.get("bias")).y
 
 
+@pytest.mark.peer
 @pytest.mark.parametrize("name", list(make_cases()[1]))
 def test_emulation_matches_onednn(peer, name):
     isa, outputs, lines = peer
@@ -189,6 +190,7 @@ def test_cases_saturate_on_non_vnni():
     assert sat.saturated_pairs > 0
 
 
+@pytest.mark.peer
 @pytest.mark.filterwarnings("ignore:Please use quant_min and quant_max")
 def test_qparams_match_pytorch_observers():
     """activation_qparams / weight_scales against torch 2.13's observers, bit for bit."""

@@ -11,7 +11,7 @@ from tests.graph.onnx_models import model, weights
 import quantemu
 from quantemu.backends import xs3
 from quantemu.backends.xs3.lower import lower
-from quantemu.backends.xs3.lower_quant import (
+from quantemu.backends.xs3.lower.quantization import (
     activation_params,
     bias_scales,
     quantize_bias,
@@ -257,8 +257,11 @@ def test_unknown_and_bad_options_are_errors():
     ranges = quantemu.calibrate(graph, x, progress=False)
     with pytest.raises(InvalidInputError, match=r"model = 'fpga'.*'host_reference', 'device'"):
         lower(graph, ranges, model="fpga")
-    with pytest.raises(InvalidInputError, match=r"symmetric_saturation = 'yes'; use True or False"):
-        _compile(proto, x, symmetric_saturation="yes")
+    # Text is typed by the field (LoweringOptions.from_mapping); other types by Options itself.
+    with pytest.raises(InvalidInputError, match=r"symmetric_saturation = 'maybe'; use true or"):
+        _compile(proto, x, symmetric_saturation="maybe")
+    with pytest.raises(InvalidInputError, match=r"activation_clamp = 2; use True or False"):
+        lower(graph, ranges, activation_clamp=2)
 
 
 def test_unsupported_operators_and_attributes_are_errors():

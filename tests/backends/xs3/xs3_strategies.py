@@ -1,26 +1,27 @@
-"""Boundary-biased hypothesis strategies for the XS3 tests (small shapes, rail-near biases)."""
+"""Boundary-biased hypothesis strategies for the XS3 tests (small shapes, rail-near biases).
+
+The value strategies are the shared ones of :mod:`tests.strategies`; this module builds the XS3
+composites (packed BSO tensors, windows) on them.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
+from tests.strategies import INT32_MAX, INT32_MIN, edge_biased, rail_near, signed_ints
 
 from quantemu.backends.xs3 import pack_bso
 
-INT8_EDGES = [-128, -127, -1, 0, 1, 126, 127]
-INT16_EDGES = [-32768, -32767, -1, 0, 1, 16384, 32767]
-
-int8_values = st.one_of(st.sampled_from(INT8_EDGES), st.integers(-128, 127))
+int8_values = signed_ints(8)
 biases = st.one_of(
     st.integers(-(2**20), 2**20),
-    st.integers(-(2**31), 2**31 - 1),
-    st.integers(2**31 - 2**22, 2**31 - 1),  # running sums cross the positive rail
-    st.integers(-(2**31), -(2**31) + 2**22),  # ... and the negative one
-    st.sampled_from([0, -(2**31), 2**31 - 1, -(2**31) + 1]),
+    st.integers(INT32_MIN, INT32_MAX),
+    rail_near(2**22),  # running sums cross either rail
+    st.sampled_from([0, INT32_MIN, INT32_MAX, INT32_MIN + 1]),
 )
-shifts = st.one_of(st.integers(0, 31), st.sampled_from([0, 1, 8, 16, 24, 31]))
-int16_values = st.one_of(st.sampled_from(INT16_EDGES), st.integers(-32768, 32767))
+shifts = edge_biased([0, 1, 8, 16, 24, 31], 0, 31)
+int16_values = signed_ints(16, extra=[2**14])  # 2**14: the scale quantize derives at its top
 
 
 FIELDS = ("shift1", "scale", "offset_scale", "offset", "shift2")
@@ -76,6 +77,4 @@ def windows(draw, x_h: int, x_w: int, max_k: int = 3, max_kw: int | None = None)
 
 def rail_biases(spread: int):
     """Biases within ``spread`` of either rail: running sums of that size cross it part-way."""
-    rail = 2**31 - 1
-    near = st.integers(0, spread)
-    return st.one_of(near.map(lambda d: rail - d), near.map(lambda d: -rail - 1 + d))
+    return rail_near(spread, bits=32)

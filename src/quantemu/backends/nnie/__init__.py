@@ -15,10 +15,10 @@ from quantemu.backends.nnie.cliptable import (
     snap_clip,
     write_clip_table,
 )
-from quantemu.backends.nnie.lint import Finding, NodeView, Severity, lint_nnie
+from quantemu.backends.nnie.lint import Finding, NodeView, Severity, lint_graph, lint_nnie
 from quantemu.backends.nnie.lower import Options as LowerOptions
 from quantemu.backends.nnie.lower import header as lower_header
-from quantemu.backends.nnie.lower import lint_graph, lower
+from quantemu.backends.nnie.lower import lower
 from quantemu.backends.nnie.ops import log_dequantize, log_quantize
 from quantemu.backends.nnie.params import LogQuantParams, clip_exponent
 from quantemu.backends.nnie.quantize import (
@@ -54,6 +54,7 @@ __all__ = [
     "SnapResult",
     "clip_exponent",
     "clip_table",
+    "lint_graph",
     "lint_nnie",
     "log_dequantize",
     "log_quantize",

@@ -5,16 +5,17 @@ Public API: register blocks (:mod:`.registers`), the precision-control primitive
 :func:`cdp_window`, :func:`pdp`, :func:`pdp_avg`, :func:`pdp_max`, :func:`pdp_min`,
 :func:`cacc`, :func:`cdma_convert`) and the LUT evaluations. Programming lives in
 :mod:`.quantize` (converters) and :mod:`.lut_program` (LUT tables); seed 001's FP16 thresholds in
-:mod:`.fp16_check`. Importing the package registers the conformance adapters.
+:mod:`.fp16_check`; whole-model lowering in :mod:`.lower`; the scalar page pseudo-code the ops
+are tested against in :mod:`.reference`. Importing the package registers the conformance
+adapters.
 """
 
 from quantemu.backends.nvdla import conformance as _conformance  # registers the ops
 from quantemu.backends.nvdla.cacc import CaccResult, cacc
 from quantemu.backends.nvdla.cdma import cdma_convert
 from quantemu.backends.nvdla.cdp import CdpResult, cdp, cdp_window, edge_fill
-from quantemu.backends.nvdla.lower import Options as LowerOptions
-from quantemu.backends.nvdla.lower import header as lower_header
-from quantemu.backends.nvdla.lower import lower
+from quantemu.backends.nvdla.lower import header, lower
+from quantemu.backends.nvdla.lower.options import Options
 from quantemu.backends.nvdla.lut import LutOutput, cdp_lut, sdp_lut
 from quantemu.backends.nvdla.pdp import pdp, pdp_avg, pdp_max, pdp_min
 from quantemu.backends.nvdla.precision import converter, shifter, shr, shr_flag, truncate
@@ -44,9 +45,9 @@ BACKEND = BackendSpec(
         "nvdla/sw compiler INT8: symmetric per-tensor activations, int8 weights per kernel "
         "or per filter"
     ),
-    options=LowerOptions,
+    options=Options,
     lower=lower,
-    header=lower_header,
+    header=header,
     lint=None,
 )
 

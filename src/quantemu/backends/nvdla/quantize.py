@@ -26,6 +26,7 @@ import numpy as np
 
 from quantemu.backends.nvdla.registers import PdpRegisters, PoolingMethod, Precision
 from quantemu.errors import InvalidInputError
+from quantemu.intmath import float32_round_half_up_add_floor, float64_round_half_away_add_truncate
 
 __all__ = [
     "ScaleSplit",
@@ -161,7 +162,7 @@ def quantize_weights(w) -> tuple[np.ndarray, float]:
     wf = np.asarray(w, dtype=np.float32)
     amax = np.float32(np.abs(wf).max()) if wf.size else np.float32(0)
     scale = np.float32(amax / np.float32(127)) if amax > 0 else np.float32(1)
-    q = np.floor(wf / scale + np.float32(0.5))
+    q = float32_round_half_up_add_floor(wf / scale)
     return np.clip(q, -128, 127).astype(np.int8), float(scale)
 
 
@@ -175,7 +176,7 @@ def quantize_bias_int16(bias, s_in: float, s_w) -> tuple[np.ndarray, int]:
     """
     b = np.asarray(bias, dtype=np.float32)
     denom = np.float32(s_in) * np.asarray(s_w, dtype=np.float32)
-    b32 = np.floor(b / denom + np.float32(0.5)).astype(np.float64)
+    b32 = float32_round_half_up_add_floor(b / denom).astype(np.float64)
     b32 = np.clip(b32, -(2.0**31), 2.0**31 - 1).astype(np.int64)
     m = int(np.abs(b32).max()) if b32.size else 0
     num_bits = math.ceil(math.log2(m)) + 1 if m > 0 else 0
@@ -288,7 +289,8 @@ def cdp_converter_fields(
 
 
 def _round_away(v: float) -> int:
-    return math.floor(abs(v) + 0.5) * (1 if v >= 0 else -1)
+    """The compiler's ``floor(|v| + 0.5)`` with ``v``'s sign, as a Python int."""
+    return int(float64_round_half_away_add_truncate(v))
 
 
 def padding_value(offset: float, sf: float) -> int:

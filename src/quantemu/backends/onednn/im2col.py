@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from quantemu.backends.onednn.params import ConvGeometry, ConvImpl
+from quantemu.intmath import sliding_windows
 
 
 @dataclass(frozen=True)
@@ -96,17 +96,21 @@ def _dense_windows(
 ) -> np.ndarray:
     """``(G, N·OH·OW, KH·KW·C/G)`` windows of ``x (N, C, H, W)`` in ``(kh, kw, c)`` order.
 
-    A strided, dilated window view of the zero-padded NHWC input, materialised by one reshape.
+    A strided, dilated window view (:func:`~quantemu.intmath.sliding_windows`) of the
+    zero-padded NHWC input, materialised by one reshape.
     """
-    n, c, h, w = x.shape
+    n, c = x.shape[:2]
     g = geometry.groups
-    top, left, bottom, right = geometry.pads
-    (kh, kw), (sh, sw), (dh, dw) = kernel, geometry.strides, geometry.dilations
     oh, ow = out_hw
-    xp = np.zeros((n, h + top + bottom, w + left + right, c), dtype=x.dtype)
-    xp[:, top : top + h, left : left + w] = x.transpose(0, 2, 3, 1)
-    span = ((kh - 1) * dh + 1, (kw - 1) * dw + 1)
-    win = sliding_window_view(xp, span, axis=(1, 2))[:, ::sh, ::sw, :, ::dh, ::dw]
+    win = sliding_windows(
+        x.transpose(0, 2, 3, 1),  # NHWC: the padding copy (if any) is then channel-minor
+        kernel,
+        strides=geometry.strides,
+        dilations=geometry.dilations,
+        pads=geometry.pads,
+        axes=(1, 2),
+    )  # (N, OH, OW, C, KH, KW)
+    kh, kw = kernel
     win = win[:, :oh, :ow].reshape(n, oh, ow, g, c // g, kh, kw)  # splits C: still a view
     win = win.transpose(3, 0, 1, 2, 5, 6, 4)  # (G, N, OH, OW, KH, KW, C/G)
     return np.ascontiguousarray(win.reshape(g, n * oh * ow, kh * kw * (c // g)))

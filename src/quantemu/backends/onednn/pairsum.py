@@ -6,9 +6,9 @@ consumed in adjacent pairs ``(2j, 2j+1)``, each pair sum is saturated to s16, an
 pair sums are added exactly.
 
 How it stays fast (DESIGN principle 8). Both start from one exact BLAS product: float32 GEMMs
-over runs of the reduction short enough that no partial sum can exceed 2**24 (see
-``exact_matmul``). Saturation only changes the pairs whose sum can leave ``[-32768, 32767]``; a
-cheap bound finds them from the column ranges ``[amin_k, amax_k]`` of
+over runs of the reduction short enough that no partial sum can exceed 2**24
+(:func:`quantemu.intmath.matmul_exact`). Saturation only changes the pairs whose sum can leave
+``[-32768, 32767]``; a cheap bound finds them from the column ranges ``[amin_k, amax_k]`` of
 ``a`` and the weights alone (no per-row work): the pair ``(k0, k1)`` of column ``n`` lies between
 ``Σ_i min(amin_ki·b_ki, amax_ki·b_ki)`` and ``Σ_i max(amin_ki·b_ki, amax_ki·b_ki)``. Only the
 pairs whose range crosses a rail ("risky" pairs) get the correction ``sat16(p0 + p1) − (p0 + p1)``,
@@ -19,12 +19,14 @@ directly instead, in blocks.
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
 
-from quantemu.intmath import saturate
+from quantemu.intmath import matmul_exact, saturate
+from quantemu.intmath.matmul import ArrayCache
+
+__all__ = ["ArrayCache", "PairSumResult", "exact_matmul", "pair_sum_matmul", "risky_pairs"]
 
 S16_MIN = -(2**15)
 S16_MAX = 2**15 - 1
@@ -51,118 +53,9 @@ class PairSumResult:
     risky_pairs: int
 
 
-def exact_matmul(a: np.ndarray, b: np.ndarray, *, a_max: int | None = None) -> np.ndarray:
-    """Exact integer ``a @ b`` (int64) for small integer operands, through float32 BLAS.
-
-    ``a (..., M, L)`` and ``b (..., L, N)`` hold integers (callers pass 8-bit data, values up to
-    255 in magnitude, or 0/1 in-bounds masks). A float32 GEMM is exact while every partial sum is
-    an integer of magnitude at most 2**24, whatever order BLAS adds in; every partial sum of
-    column ``n`` over a run of rows ``R`` is bounded by ``max|a| · Σ_{k∈R} |b[k, n]|``. So the
-    reduction is cut into the fewest runs that keep that bound (one run for most layers: e.g.
-    ``255 · Σ|b| <= 2**24`` for ``Σ|b| <= 65793``), each run is one float32 GEMM, and the runs
-    are added in float64 (exact: ``|total| <= 255 · 255 · L < 2**53``). The float32 copy of
-    ``b`` and its runs are cached for a read-only ``b`` that owns its data (weights).
-    ``a_max``: a bound on ``|a|`` the caller knows (else it is taken from ``a``).
-    """
-    a_mag = _magnitude(a) if a_max is None else int(a_max)
-    shape = (*np.broadcast_shapes(a.shape[:-2], b.shape[:-2]), a.shape[-2], b.shape[-1])
-    if a_mag == 0 or 0 in a.shape or 0 in b.shape:
-        return np.zeros(shape, dtype=np.int64)
-    b32, runs = _plan(b, _F32_EXACT // a_mag)
-    if len(runs) == 1:
-        return np.matmul(np.asarray(a, np.float32, order="C"), b32).astype(np.int64)
-    total = np.zeros(shape)
-    for start, stop in runs:
-        part = np.asarray(a[..., start:stop], np.float32, order="C")
-        total += np.matmul(part, b32[..., start:stop, :])  # float64 +=: exact, see above
-    return total.astype(np.int64)
-
-
-_F32_EXACT = 2**24  # float32 holds every integer of magnitude <= 2**24
-
-
-class ArrayCache:
-    """Values derived from arrays that cannot change (read-only, owning their data).
-
-    Keyed by the array's identity; an entry goes when its array is garbage collected. Arrays
-    that could change are never cached: ``get`` then just calls ``make``.
-    """
-
-    def __init__(self) -> None:
-        self._entries: dict[int, tuple[weakref.ref, dict]] = {}
-
-    def get(self, array: np.ndarray, key, make):
-        """The value for ``(array, key)``, made by ``make()`` on first use."""
-        if array.flags.writeable or not array.flags.owndata:
-            return make()
-        slot = self._entries.get(id(array))
-        if slot is None or slot[0]() is not array:
-            slot = (weakref.ref(array), {})
-            self._entries[id(array)] = slot
-            weakref.finalize(array, self._entries.pop, id(array), None)
-        if key not in slot[1]:
-            slot[1][key] = make()
-        return slot[1][key]
-
-
-_PLANS = ArrayCache()
-
-
-def _plan(b: np.ndarray, limit: int) -> tuple[np.ndarray, tuple[tuple[int, int], ...]]:
-    """``(float32 b, runs)``, cached when ``b`` cannot change (weights)."""
-    return _PLANS.get(
-        b, limit, lambda: (np.asarray(b, np.float32, order="C"), _exact_runs(b, limit))
-    )
-
-
-def _magnitude(a: np.ndarray) -> int:
-    """``max|a|`` as a Python int (the dtype's bound for 8-bit data: no pass over ``a``)."""
-    if a.dtype == np.uint8:
-        return 255
-    if a.dtype == np.int8:
-        return 128
-    if a.size == 0:
-        return 0
-    return max(abs(int(a.min())), abs(int(a.max())))
-
-
-def _exact_runs(b: np.ndarray, limit: int) -> tuple[tuple[int, int], ...]:
-    """Consecutive row runs of ``b`` whose column sums of ``|b|`` stay <= ``limit``.
-
-    Runs start and end on multiples of ``_RUN_BLOCK`` rows (whose sums are cheap to form); a
-    block's column sums are at most ``_RUN_BLOCK · 255 < 2**24 // 255 <= limit``, so every block
-    fits. Greedy: each run ends at the last block boundary that keeps every column within
-    ``limit``, found by a binary search on the prefix sums of the block sums.
-    """
-    length = b.shape[-2]
-    b3 = b.reshape(-1, length, b.shape[-1])  # (G, L, N)
-    # |b| of integral float32 (or int16) values; block sums <= 32 · 255 are exact in either.
-    mags = np.abs(b3) if b.dtype == np.float32 else np.abs(b3.astype(np.int16))
-    full, rest = divmod(length, _RUN_BLOCK)
-    g, n = b3.shape[0], b3.shape[2]
-    parts = [mags[:, : full * _RUN_BLOCK].reshape(g, full, _RUN_BLOCK, n).sum(axis=2)]
-    if rest:
-        parts.append(mags[:, full * _RUN_BLOCK :].sum(axis=1, keepdims=True))
-    sums = np.concatenate(parts, axis=1).astype(np.int64)  # (G, blocks, N)
-    blocks = sums.shape[1]
-    cum = np.concatenate([np.zeros_like(sums[:, :1]), np.cumsum(sums, axis=1)], axis=1)
-    if int(cum[:, -1].max()) <= limit:
-        return ((0, length),)
-    runs, start = [], 0
-    while start < blocks:
-        lo, hi = start + 1, blocks  # lo always fits; find the largest stop that does
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if int((cum[:, mid] - cum[:, start]).max()) <= limit:
-                lo = mid
-            else:
-                hi = mid - 1
-        runs.append((start * _RUN_BLOCK, min(lo * _RUN_BLOCK, length)))
-        start = lo
-    return tuple(runs)
-
-
-_RUN_BLOCK = 32
+# VNNI/AMX compute the exact sum of products: intmath's exact GEMM, whose float32 runs (and their
+# cache for read-only weights) keep it at BLAS speed. ``ArrayCache`` serves conv.py's weight cache.
+exact_matmul = matmul_exact
 
 
 def risky_pairs(

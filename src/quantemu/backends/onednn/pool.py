@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from quantemu.backends.onednn.f32 import f32, rr, to_8bit
 from quantemu.backends.onednn.params import AvgPool2dParams, MaxPool2dParams, PoolImpl
 from quantemu.errors import InvalidInputError
+from quantemu.intmath import sliding_windows
 
 
 def avg_pool2d(x: np.ndarray, params: AvgPool2dParams) -> np.ndarray:
@@ -70,10 +70,9 @@ def _in_bounds_1d(size: int, params, axis: int, out: int) -> np.ndarray:
 
 def _windows(x, fill, params, out_hw) -> np.ndarray:
     """Strided windows ``(N, C, OH, OW, KH, KW)`` of ``x`` padded with ``fill``."""
-    top, left, bottom, right = params.pads
-    xp = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)), constant_values=fill)
-    sh, sw = params.strides
-    win = sliding_window_view(xp, params.kernel, axis=(2, 3))[:, :, ::sh, ::sw]
+    win = sliding_windows(
+        x, params.kernel, strides=params.strides, pads=params.pads, pad_value=fill
+    )
     return win[:, :, : out_hw[0], : out_hw[1]]
 
 

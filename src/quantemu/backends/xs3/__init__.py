@@ -20,9 +20,7 @@ from quantemu.backends.xs3.fc import (
     fully_connected_8,
     fully_connected_16,
 )
-from quantemu.backends.xs3.lower import Options as LowerOptions
-from quantemu.backends.xs3.lower import header as lower_header
-from quantemu.backends.xs3.lower import lower
+from quantemu.backends.xs3.lower import Options, header, lower
 from quantemu.backends.xs3.params import ConvParams, Model, OutputOptions, Window, YParams
 from quantemu.backends.xs3.quantize import (
     DerivedParams,
@@ -40,10 +38,9 @@ BACKEND = BackendSpec(
     name="xs3",
     target="XMOS xcore.ai (XS3 VPU) through lib_nn",
     scheme="TFLite int8 post-training quantization, BSO output stages by tflite2xcore's rules",
-    options=LowerOptions,
+    options=Options,
     lower=lower,
-    header=lower_header,
-    lint=None,
+    header=header,
 )
 
 __all__ = [

@@ -9,12 +9,13 @@ is *when* the accumulator saturates (at +-(2^31 - 1), symmetric) or wraps (``xs3
 - ``WRAP``: plain int32 addition (host depthwise);
 - ``WRAP_THEN_LIFT``: per chunk, wrap in int32 and lift -2^31 to -(2^31 - 1) (host legacy fc).
 
-How it stays fast (DESIGN principle 8). One exact GEMM gives every exact sum: int8 products are
-at most 2^14 in magnitude, so with ``n`` products per output every partial sum is at most
-``n * 2^14``, exact in float32 when that is <= 2^24 and in float64 when it is < 2^53, whatever
-order BLAS adds in. A channel whose ``|bias| + max|x| * sum|w| <= 2^31 - 1`` cannot reach a rail
-in any order, so its exact sum is the answer. Only the other channels pay for the step sums in
-the exact order, which :func:`quantemu.intmath.accumulate_count` then clamps.
+How it stays fast (DESIGN principle 8). One exact GEMM
+(:func:`quantemu.intmath.matmul_exact`, which proves its float type from the operands' bound)
+gives every exact sum: int8 products are at most 2^14 in magnitude, so with ``n`` products per
+output every partial sum is at most ``n * 2^14``. A channel whose
+``|bias| + max|x| * sum|w| <= 2^31 - 1`` cannot reach a rail in any order, so its exact sum is
+the answer. Only the other channels pay for the step sums in the exact order, which
+:func:`quantemu.intmath.accumulate_count` then clamps.
 """
 
 from __future__ import annotations
@@ -25,7 +26,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from quantemu.errors import UnsupportedError
-from quantemu.intmath import Bounds, Granularity, accumulate_count, saturate_symmetric, wrap
+from quantemu.intmath import (
+    Bounds,
+    Granularity,
+    accumulate_count,
+    matmul_exact,
+    saturate_symmetric,
+    wrap,
+)
 
 INT32_MAX = 2**31 - 1
 PRODUCT_MAX = 2**14  # |int8 * int8| <= 128 * 128
@@ -68,26 +76,8 @@ def gemm_dtype(n: int):
 
 FLOAT32_TERMS = 2**24 // PRODUCT_MAX  # 1024: the longest int8 dot product exact in float32
 
-
-def exact_gemm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a @ b`` for integer-valued float operands, as exact int64 (``a``, ``b`` from patches).
-
-    Dot products longer than 1024 terms are split along the inner axis into float32 GEMMs of at
-    most 1024 terms, each exact (every partial sum <= 1024 * 2^14 = 2^24), summed in int64:
-    about twice as fast as one float64 GEMM, and exact for any length.
-    """
-    n = a.shape[-1]
-    if n <= FLOAT32_TERMS:
-        # Integer-valued floats whose every partial sum is exact (gemm_dtype), so the cast is too.
-        f32 = np.float32
-        return np.matmul(a.astype(f32, copy=False), b.astype(f32, copy=False)).astype(np.int64)
-    parts = -(-n // FLOAT32_TERMS)
-    step = -(-n // parts)  # equal chunks: ceil(n / parts) <= 1024
-    total = None
-    for k in range(0, n, step):  # a handful of chunks, each one BLAS call over every output
-        part = exact_gemm(a[..., k : k + step], b[..., k : k + step, :])
-        total = part if total is None else total + part  # |total| <= n * 2^14 < 2^53
-    return total
+# The exact GEMM (its proof and its float32 runs for long dot products) is intmath's.
+exact_gemm = matmul_exact
 
 
 def risky_channels(weights: np.ndarray, bias: np.ndarray, xmax: int) -> np.ndarray:
@@ -100,7 +90,7 @@ def risky_channels(weights: np.ndarray, bias: np.ndarray, xmax: int) -> np.ndarr
     return np.abs(bias) + xmax * w_abs > INT32_MAX
 
 
-def _step_sums(patches: np.ndarray, weights: np.ndarray, steps: Steps) -> np.ndarray:
+def _step_sums(patches: np.ndarray, weights: np.ndarray, steps: Steps, xmax: int) -> np.ndarray:
     """``(p, S, R, steps_per_row)`` int64 sums of each step, in natural order within a row.
 
     ``patches`` is ``(p, R, L)`` and ``weights`` ``(S, R, L)`` with ``L`` a multiple of
@@ -122,7 +112,7 @@ def _step_sums(patches: np.ndarray, weights: np.ndarray, steps: Steps) -> np.nda
     # Contiguous batches let the batched GEMM run through BLAS.
     a = np.ascontiguousarray(split(patches, p))  # (steps, p, chunk)
     b = np.ascontiguousarray(split(weights, s).transpose(0, 2, 1))  # (steps, chunk, S)
-    sums = exact_gemm(a, b)  # (steps, p, S)
+    sums = matmul_exact(a, b, a_max=xmax)  # (steps, p, S)
     return sums.transpose(1, 2, 0).reshape(p, s, r, -1)
 
 
@@ -175,7 +165,7 @@ def accumulate_conv(
     c = weights.shape[0]
     w2 = weights.reshape(c, r * length)
     # |bias| <= 2^31 and |total| <= n * 2^14 < 2^53: the sum fits int64.
-    exact = bias + exact_gemm(patches.reshape(n_pix, r * length), w2.T)
+    exact = bias + matmul_exact(patches.reshape(n_pix, r * length), w2.T, a_max=xmax)
     none = np.zeros(exact.shape, dtype=bool)
     if mode is Saturation.AT_END:
         acc = saturate_symmetric(exact, 32)
@@ -192,7 +182,7 @@ def accumulate_conv(
         # Blocks of pixels bound the memory of the step sums; each block is fully vectorised.
         for start in range(0, n_pix, block):
             sl = slice(start, start + block)
-            sums = _step_sums(patches[sl], w_s, steps)
+            sums = _step_sums(patches[sl], w_s, steps, xmax)
             order = None if row_order is None else row_order[sl]
             acc_s, flag_s = _ordered_accumulate(sums, bias[risky], order, mode)
             exact[sl, risky] = acc_s

@@ -14,18 +14,7 @@ from typing import Any
 import numpy as np
 
 from quantemu.backends.registry import register
-from quantemu.backends.xs3.conv import (
-    conv2d_1x1,
-    conv2d_deep,
-    conv2d_depthwise,
-    conv2d_shallowin,
-)
-from quantemu.backends.xs3.fc import (
-    fc_deepin_shallowout_8,
-    fc_deepin_shallowout_16,
-    fully_connected_8,
-    fully_connected_16,
-)
+from quantemu.backends.xs3 import conv, fc
 from quantemu.backends.xs3.params import (
     ConvParams,
     Model,
@@ -73,48 +62,46 @@ def _model(attrs: Mapping[str, Any], op: str) -> Model:
     return Model.parse(attrs.get("model", Model.HOST_REFERENCE.value))
 
 
-@register(XS3, "conv2d_deep", attrs=CONV_ATTRS)
-def run_conv2d_deep(inputs, attrs):
-    """lib_nn conv2d_deep (BSO, per-32-chunk saturation, padded-row order)."""
-    x, k, bso = _inputs(inputs, ("X", "K", "BSO"), "conv2d_deep")
-    return {"Y": conv2d_deep(x, k, bso, _conv_params(attrs, "conv2d_deep")).y}
+def _output_options(attrs: Mapping[str, Any], op: str) -> OutputOptions:
+    check_keys(attrs, f"{op} attrs", (), ("symmetric_saturation", "model"))
+    return _options(attrs)
 
 
-@register(XS3, "conv2d_shallowin", attrs=CONV_ATTRS)
-def run_conv2d_shallowin(inputs, attrs):
-    """lib_nn conv2d_shallowin (augmented 32-byte kernel rows, per-row saturation)."""
-    x, k, bso = _inputs(inputs, ("X", "K", "BSO"), "conv2d_shallowin")
-    return {"Y": conv2d_shallowin(x, k, bso, _conv_params(attrs, "conv2d_shallowin")).y}
+_XKB, _WXB = ("X", "K", "BSO"), ("W", "X", "BSO")
+# The BSO operators: their inputs, attributes and parameters (the operator's last argument).
+_BSO_OPS = (
+    (conv.conv2d_deep, _XKB, CONV_ATTRS, _conv_params),
+    (conv.conv2d_shallowin, _XKB, CONV_ATTRS, _conv_params),
+    (conv.conv2d_1x1, _XKB, OUTPUT_ATTRS, _output_options),
+    (conv.conv2d_depthwise, _XKB, CONV_ATTRS, _conv_params),
+    (fc.fully_connected_8, _WXB, OUTPUT_ATTRS, _output_options),
+    (fc.fully_connected_16, _WXB, MODEL_ATTRS, _model),
+)
+_WHAT = {
+    "conv2d_deep": "BSO, per-32-chunk saturation, padded-row order",
+    "conv2d_shallowin": "augmented 32-byte kernel rows, per-row saturation",
+    "conv2d_1x1": "per-product saturation on the host",
+    "conv2d_depthwise": "int32 wrap-around on the host",
+    "fully_connected_8": "one saturation at the end on the host",
+    "fully_connected_16": "int16 output, wrapping second rounding add",
+}
 
 
-@register(XS3, "conv2d_1x1", attrs=OUTPUT_ATTRS)
-def run_conv2d_1x1(inputs, attrs):
-    """lib_nn conv2d_1x1 (per-product saturation on the host)."""
-    x, k, bso = _inputs(inputs, ("X", "K", "BSO"), "conv2d_1x1")
-    check_keys(attrs, "conv2d_1x1 attrs", (), ("symmetric_saturation", "model"))
-    return {"Y": conv2d_1x1(x, k, bso, _options(attrs)).y}
+def _bso_adapter(fn, names: tuple[str, ...], params):
+    """The adapter of the BSO operator ``fn``: inputs checked first, then the attributes."""
+    op = fn.__name__
+
+    def run(inputs, attrs):
+        a, b, bso = _inputs(inputs, names, op)
+        return {"Y": fn(a, b, bso, params(attrs, op)).y}
+
+    run.__name__ = run.__qualname__ = f"run_{op}"
+    run.__doc__ = f"lib_nn {op} ({_WHAT[op]})."
+    return run
 
 
-@register(XS3, "conv2d_depthwise", attrs=CONV_ATTRS)
-def run_conv2d_depthwise(inputs, attrs):
-    """lib_nn conv2d_depthwise (int32 wrap-around on the host)."""
-    x, k, bso = _inputs(inputs, ("X", "K", "BSO"), "conv2d_depthwise")
-    return {"Y": conv2d_depthwise(x, k, bso, _conv_params(attrs, "conv2d_depthwise")).y}
-
-
-@register(XS3, "fully_connected_8", attrs=OUTPUT_ATTRS)
-def run_fully_connected_8(inputs, attrs):
-    """lib_nn fully_connected_8 (one saturation at the end on the host)."""
-    w, x, bso = _inputs(inputs, ("W", "X", "BSO"), "fully_connected_8")
-    check_keys(attrs, "fully_connected_8 attrs", (), ("symmetric_saturation", "model"))
-    return {"Y": fully_connected_8(w, x, bso, _options(attrs)).y}
-
-
-@register(XS3, "fully_connected_16", attrs=MODEL_ATTRS)
-def run_fully_connected_16(inputs, attrs):
-    """lib_nn fully_connected_16 (int16 output, wrapping second rounding add)."""
-    w, x, bso = _inputs(inputs, ("W", "X", "BSO"), "fully_connected_16")
-    return {"Y": fully_connected_16(w, x, bso, _model(attrs, "fully_connected_16")).y}
+for _fn, _names, _attrs, _params in _BSO_OPS:
+    register(XS3, _fn.__name__, attrs=_attrs)(_bso_adapter(_fn, _names, _params))
 
 
 _LEGACY_INPUTS = ("W", "B", "X", "shifts", "scales")
@@ -125,7 +112,7 @@ def run_fc_deepin_shallowout_16(inputs, attrs):
     """lib_nn legacy fc_deepin_shallowout_16 (Q1.14 scale, wrap-then-lift accumulation)."""
     op = "fc_deepin_shallowout_16"
     args = _inputs(inputs, _LEGACY_INPUTS, op)
-    return {"Y": fc_deepin_shallowout_16(*args, model=_model(attrs, op)).y}
+    return {"Y": fc.fc_deepin_shallowout_16(*args, model=_model(attrs, op)).y}
 
 
 @register(XS3, "fc_deepin_shallowout_8", attrs=MODEL_ATTRS)
@@ -133,4 +120,4 @@ def run_fc_deepin_shallowout_8(inputs, attrs):
     """lib_nn legacy fc_deepin_shallowout_8 (as the 16-bit one, then a symmetric >>8)."""
     op = "fc_deepin_shallowout_8"
     args = _inputs(inputs, _LEGACY_INPUTS, op)
-    return {"Y": fc_deepin_shallowout_8(*args, model=_model(attrs, op)).y}
+    return {"Y": fc.fc_deepin_shallowout_8(*args, model=_model(attrs, op)).y}

@@ -3,18 +3,18 @@
 Output pixel ``(oy, ox)`` reads input rows ``start_row + oy*stride_v + r`` and columns
 ``start_col + ox*stride_h + c`` (``xs3.md`` section 2); positions outside the image read
 ``zero_point`` in every channel. Patches are gathered once from a padded copy of the input with
-``sliding_window_view`` (no Python loop over pixels). Every function also takes images with
-leading batch axes ``(..., X_h, X_w, C)``: each image is windowed independently, and the batch
-folds into the pixel dimension of the im2col.
+:func:`~quantemu.intmath.sliding_windows` (no Python loop over pixels). Every function also
+takes images with leading batch axes ``(..., X_h, X_w, C)``: each image is windowed
+independently, and the batch folds into the pixel dimension of the im2col.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from quantemu.backends.xs3.params import ConvParams
 from quantemu.errors import InvalidInputError
+from quantemu.intmath import sliding_windows
 
 
 def check_window_in_image(x_shape: tuple[int, ...], params: ConvParams, op: str) -> None:
@@ -61,25 +61,12 @@ def _span(start: int, stride: int, n_out: int, k: int) -> tuple[int, int]:
     return start, start + stride * (n_out - 1) + k
 
 
-def padded_input(x: np.ndarray, params: ConvParams, dtype) -> np.ndarray:
-    """The input region every window touches, padded with ``zero_point``, as ``dtype``.
-
-    Index ``(..., i, j)`` of the result is input position ``(start_row + i, start_col + j)``.
-    """
-    w, y = params.window, params.y_params
-    r0, r1 = _span(w.start_row, w.stride_v, y.height, w.height)
-    c0, c1 = _span(w.start_col, w.stride_h, y.width, w.width)
-    lead, (x_h, x_w, c) = x.shape[:-3], x.shape[-3:]
-    out = np.full((*lead, r1 - r0, c1 - c0, c), params.zero_point, dtype=dtype)
-    # The part of the image inside the span (never empty: check_window_in_image holds).
-    ir0, ir1 = max(r0, 0), min(r1, x_h)
-    ic0, ic1 = max(c0, 0), min(c1, x_w)
-    out[..., ir0 - r0 : ir1 - r0, ic0 - c0 : ic1 - c0, :] = x[..., ir0:ir1, ic0:ic1, :]
-    return out
-
-
 def patches(x: np.ndarray, params: ConvParams, dtype) -> np.ndarray:
     """im2col: ``(..., Y_h, Y_w, K_h, K_w, C)`` array of every window's input values, as ``dtype``.
+
+    The windows of :func:`~quantemu.intmath.sliding_windows` over the input region every window
+    touches: rows ``start_row .. start_row + stride_v*(Y_h-1) + K_h`` (likewise columns), padded
+    with ``zero_point`` where they leave the image and cropped where they stay inside it.
 
     >>> from quantemu.backends.xs3.params import Window, YParams
     >>> p = ConvParams(9, Window(2, 2, -1, 0, 1, 1), YParams(2, 1, 1))
@@ -87,9 +74,19 @@ def patches(x: np.ndarray, params: ConvParams, dtype) -> np.ndarray:
     [[[[9, 9], [0, 1]]], [[[0, 1], [2, 3]]]]
     """
     w, y = params.window, params.y_params
-    padded = padded_input(x, params, dtype)
-    view = sliding_window_view(padded, (w.height, w.width), axis=(-3, -2))
-    view = view[..., :: w.stride_v, :: w.stride_h, :, :, :][..., : y.height, : y.width, :, :, :]
+    r0, r1 = _span(w.start_row, w.stride_v, y.height, w.height)
+    c0, c1 = _span(w.start_col, w.stride_h, y.width, w.width)
+    pads = (-r0, -c0, r1 - x.shape[-3], c1 - x.shape[-2])  # negative: a crop
+    view = sliding_windows(
+        x,
+        (w.height, w.width),
+        strides=(w.stride_v, w.stride_h),
+        pads=pads,
+        pad_value=params.zero_point,
+        axes=(-3, -2),
+        dtype=dtype,
+    )
+    view = view[..., : y.height, : y.width, :, :, :]
     # (..., Y_h, Y_w, C, K_h, K_w) -> (..., Y_h, Y_w, K_h, K_w, C), one contiguous copy.
     lead = tuple(range(view.ndim - 5))
     n = len(lead)

@@ -23,12 +23,9 @@ from quantemu.intmath import (
     saturate_count,
     saturate_symmetric,
     saturate_symmetric_count,
-    shift_right_floor,
     shift_right_round_half_up,
-    wrap,
+    shift_right_round_half_up_wrapping_add_count,
 )
-
-INT32_MAX = 2**31 - 1
 
 
 class LastStep(enum.Enum):
@@ -57,54 +54,24 @@ def rshr(v, s):
 
 
 def rshr_wrapping(v, s):
-    """``RSHR_W(v, s)`` for int32 ``v``: the rounding add wraps in int32, then a floor shift.
+    """``RSHR_W(v, s)``: :func:`~quantemu.intmath.shift_right_round_half_up_wrapping_add_count`
+    at 32 bits, ``(floor(WRAP32(v + 2^(s-1)) / 2^s), wrapped)``.
 
-    Returns ``(result, wrapped)``; ``wrapped`` marks where ``v + 2^(s-1) > 2^31 - 1`` made the
-    sum wrap negative (the x86 reference's artifact). Shift 0 adds nothing, so nothing wraps.
+    ``wrapped`` marks where ``v + 2^(s-1) > 2^31 - 1`` made the sum wrap negative (the x86
+    reference's artifact). Shift 0 adds nothing, so nothing wraps.
 
     >>> y, w = rshr_wrapping(np.array([2**31 - 1, 2**31 - 32768, 5]), np.array([3, 16, 1]))
     >>> y.tolist(), w.tolist()
     ([-268435456, -32768, 3], [True, True, False])
     """
-    v = np.asarray(v, dtype=np.int64)
-    s = np.asarray(s, dtype=np.int64)
-    total = v + _half(s)  # |v| <= 2^31, half <= 2^30: fits int64
-    return _floor_shift(wrap(total, 32), s), total > INT32_MAX
-
-
-def _half(s: np.ndarray) -> np.ndarray:
-    """``2^(s-1)`` for ``s >= 1``, 0 for ``s == 0`` (1 << -1 is not defined, hence the max)."""
-    return np.where(s > 0, np.left_shift(1, np.maximum(s - 1, 0)), 0)
-
-
-def _floor_shift(v: np.ndarray, s: np.ndarray) -> np.ndarray:
-    """``floor(v / 2^s)`` for int64 ``v`` and shifts ``s`` in 0..31 broadcast along ``v``.
-
-    This is :func:`~quantemu.intmath.shift_right_floor` (NumPy's ``>>`` on int64 is the
-    arithmetic shift, i.e. the floor); done directly so that per-channel shifts of shape
-    ``(C,)`` broadcast inside one ufunc instead of being materialized at the full size of ``v``.
-    Anything else goes through intmath.
-    """
-    if v.dtype == np.int64 and s.dtype == np.int64 and s.ndim <= 1 and np.all((s >= 0) & (s < 63)):
-        return v >> s
-    return shift_right_floor(v, s)
-
-
-def _rshr_bounded(v: np.ndarray, s) -> np.ndarray:
-    """``RSHR(v, s)`` for int64 ``|v| <= 2^62`` (callers prove it: |acc| <= 2^31, |a2| < 2^31):
-    ``floor((v + 2^(s-1)) / 2^s)``, the add exact in int64 (``2^(s-1) <= 2^30``)."""
-    s = np.asarray(s, dtype=np.int64)
-    return _floor_shift(v + _half(s), s)
+    return shift_right_round_half_up_wrapping_add_count(v, s, bits=32)
 
 
 def _rshr_model(v, s, wraps: bool, model: Model):
-    """``RSHR_W`` where the host wraps, ``RSHR`` on the device (VLSAT does not wrap).
-
-    ``v`` is an int32 accumulator or ``a2`` (``|a2| < 2^31``), so :func:`_rshr_bounded` applies.
-    """
+    """``RSHR_W`` where the host wraps, ``RSHR`` on the device (VLSAT does not wrap)."""
     if wraps and model is Model.HOST_REFERENCE:
         return rshr_wrapping(v, s)
-    return _rshr_bounded(np.asarray(v, dtype=np.int64), s), np.zeros(np.shape(v), dtype=bool)
+    return rshr(v, s), np.zeros(np.shape(v), dtype=bool)
 
 
 def bso_stage(

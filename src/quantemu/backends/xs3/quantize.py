@@ -30,6 +30,7 @@ from quantemu.backends.xs3.bso import MAX_SHIFT, BsoChannels, pack_bso
 from quantemu.backends.xs3.output_stage import LastStep, bso_stage
 from quantemu.backends.xs3.params import Model, check_int
 from quantemu.errors import InvalidInputError
+from quantemu.intmath import float64_round_half_away_add_truncate
 
 SHIFT_ADJUSTMENT = 7  # tflite2xcore's headroom: 8 would leave none for the offset term
 INT32 = (-(2**31), 2**31 - 1)
@@ -127,7 +128,7 @@ def _bias(bias, weights, s_in, s_w, z_in, *, channel_axis):
             b = b_in.astype(np.int64)  # already the TFLite int32 bias
         else:
             q = np.asarray(b_in, dtype=np.float64) / (s_in * s_w)
-            b = (np.sign(q) * np.floor(np.abs(q) + 0.5)).astype(np.int64)  # ties away from 0
+            b = float64_round_half_away_add_truncate(q).astype(np.int64)  # TFLite's std::round
     # |z_in * sum(w)| <= 128 * 128 * n: int64 for any realistic kernel.
     unified = b - z_in * w.reshape(c, -1).astype(np.int64).sum(axis=1)
     clipped = np.clip(unified, *INT32)
@@ -188,7 +189,7 @@ class ErrorReport:
 def _ideal(acc: np.ndarray, params: DerivedParams, low: int, high: int) -> np.ndarray:
     # The float ideal rounds ties away from zero, as TFLite's reference kernels do.
     v = acc * params.multiplier
-    rounded = np.sign(v) * np.floor(np.abs(v) + 0.5)
+    rounded = float64_round_half_away_add_truncate(v)
     return np.clip(rounded + params.output_zero_point, low, high).astype(np.int64)
 
 

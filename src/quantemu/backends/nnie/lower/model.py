@@ -1,0 +1,107 @@
+"""Lower a float graph onto NNIE: MQBench's NNIE deploy flow, simulated layer by layer.
+
+``lower(graph, ranges, options) -> NnieLoweredModel`` (``quantemu.compile(graph,
+backend="nnie", ...)`` calls it on the optimized, calibrated graph). The scheme
+(``notes/toolchains.md``, seed 003, MQBench ``deploy_nnie.py``):
+
+- every activation tensor is stored as 8-bit logarithmic codes (:class:`LogEncoding`) with one
+  clip, ``max(|min|, |max|)`` of its calibrated range snapped to the gfpq table
+  (:mod:`.context`); the graph input is quantized with its clip on entry;
+- weights (input 1 of Conv, ConvTranspose, Gemm, MatMul when constant) are log-quantized with
+  ``max|w|`` snapped; biases and other constant parameters stay float32 (MQBench's NNIE flow
+  quantizes neither);
+- which op becomes which layer is :data:`.rules.RULES`: layers with NNIE clips
+  (:mod:`.quantized`), layers on the codes (:mod:`.codes`), float fallbacks for the layer types
+  MQBench's flow leaves without parameters (:mod:`.fallback`); other operators raise
+  :class:`~quantemu.errors.UnsupportedError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from quantemu._version import __version__
+from quantemu.backends.nnie.cliptable import DEFAULT_K_MAX, DEFAULT_K_MIN
+from quantemu.backends.nnie.lint import Finding, lint_graph, summarize
+from quantemu.backends.nnie.lower.context import NnieContext
+from quantemu.backends.nnie.lower.options import Options
+from quantemu.backends.nnie.lower.rules import RULES
+from quantemu.errors import InvalidInputError
+from quantemu.graph.ir import Graph
+from quantemu.program.model import LoweredModel
+
+
+@dataclass(frozen=True)
+class NnieLoweredModel(LoweredModel):
+    """A :class:`LoweredModel` with the NNIE constraints lint's findings and the options."""
+
+    findings: tuple[Finding, ...] = ()
+    options: Options = field(default_factory=Options)
+
+
+def lower(
+    graph: Graph,
+    ranges: Mapping[str, Any],
+    options: Options | Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> NnieLoweredModel:
+    """Lower ``graph`` (optimized) with calibrated ``ranges`` (tensor name -> TensorRange).
+
+    ``options``: an :class:`Options`, or its values by name (also as keyword arguments:
+    ``clip_selection``, ``grouped_conv``, ``layer_inputs``, ``quant_overrides``); unknown names
+    and bad values raise :class:`InvalidInputError`.
+    """
+    if isinstance(options, Options) and kwargs:
+        raise InvalidInputError(
+            f"nnie: pass the options as an Options or by name, not both (got {sorted(kwargs)})"
+        )
+    if isinstance(options, Options):
+        opts = options
+    else:
+        opts = Options.from_mapping({**(options or {}), **kwargs})
+    if not isinstance(graph, Graph):
+        raise InvalidInputError(f"nnie: lower() takes a quantemu Graph, got {type(graph).__name__}")
+    if not isinstance(ranges, Mapping):
+        raise InvalidInputError(
+            f"nnie: ranges must map tensor names to calibrated ranges (quantemu.calibrate), got "
+            f"{type(ranges).__name__}"
+        )
+    ctx = NnieContext(graph, ranges, opts)
+    inputs = {info.name: ctx.activation(info.name) for info in graph.inputs}
+    ctx.encodings.update(inputs)  # how each tensor is stored, known statically
+    layers = RULES.lower_graph(ctx)
+    findings = tuple(lint_graph(graph))
+    return NnieLoweredModel(
+        backend="nnie",
+        input_encodings=inputs,
+        layers=layers,
+        header=_header(opts, findings),
+        findings=findings,
+        options=opts,
+    )
+
+
+def header(opts: Options) -> dict[str, str]:
+    """Every result-changing choice, for report headers (the lint summary is added by
+    :func:`lower`, which has the graph)."""
+    return {
+        "backend": "nnie",
+        "variant": "8-bit log, 16 levels/octave",
+        "rounding": "round(16*log2|x|) - z, clamped to 0..127 (never a tie for float32); "
+        "P/N zero thresholds as nnie.md section 3",
+        "semantics": "shared/conformance/nnie.md; MQBench NNIEQuantizeFunc (ModelTC/MQBench "
+        "00f477d); MQBench deploy_nnie.py flow",
+        "clip_table": f"quantemu-generated 2^(k/16), k in [{DEFAULT_K_MIN}, {DEFAULT_K_MAX}] "
+        "(HiSilicon's gfpq_param_table_8bit.txt is not public)",
+        "accumulation": "not publicly specified: float32 on dequantized levels (exact=False)",
+        **opts.describe(),
+        "quantemu": __version__,
+    }
+
+
+def _header(opts: Options, findings: tuple[Finding, ...]) -> dict[str, str]:
+    full = header(opts)
+    version = full.pop("quantemu")  # keeps the header's key order: lint before version
+    return {**full, "lint": summarize(list(findings)), "quantemu": version}

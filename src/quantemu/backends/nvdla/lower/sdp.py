@@ -1,0 +1,207 @@
+"""SDP passes used by the NVDLA lowering: a register block with its per-channel operands.
+
+An :class:`SdpStage` is one SDP pass: :class:`SdpRegisters` derived at lowering time, the
+per-channel int16 operands it reads from memory (bias, per-channel scales), the LUT tables when
+the LUT runs, and an optional per-element memory operand supplied at run time (the EW input).
+:func:`activation_stage` programs a pass that applies a standalone activation (and a rescale)
+to int8 codes; :func:`sdp_counters` turns the SDP status registers into report counters.
+:class:`SdpLayer` is a layer made of such passes over one int8 input (activations, standalone
+BatchNormalization); :func:`channel_constant` reads a constant per-channel operand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+import numpy as np
+
+from quantemu.backends.nvdla.lower.context import NvdlaContext, exact_split, f32
+from quantemu.backends.nvdla.lut_program import LutProgram
+from quantemu.backends.nvdla.quantize import ScaleSplit, split_scale
+from quantemu.backends.nvdla.registers import AluAlgo, OperandSource, SdpRegisters
+from quantemu.backends.nvdla.sdp import SdpResult, sdp
+from quantemu.errors import UnsupportedError
+from quantemu.graph.ir import Node
+from quantemu.intmath import float64_round_half_away_add_truncate
+from quantemu.program import Layer, LayerOutput, LinearEncoding, QTensor
+
+INT8_MIN, INT8_MAX = -128, 127
+
+
+@dataclass(frozen=True)
+class SdpStage:
+    """One SDP pass: registers, per-channel operands (int16 along ``axis`` 1), LUT tables."""
+
+    regs: SdpRegisters
+    channel_operands: Mapping[str, np.ndarray] = field(default_factory=dict)
+    lut: LutProgram | None = None
+
+    def __post_init__(self) -> None:
+        ops = {k: np.asarray(v, dtype=np.int16) for k, v in self.channel_operands.items()}
+        for v in ops.values():
+            v.setflags(write=False)
+        object.__setattr__(self, "channel_operands", MappingProxyType(ops))
+
+    def run(self, x: np.ndarray, element_operands: Mapping[str, np.ndarray] | None = None):
+        """Run the pass on ``x`` (``[N, C, ...]`` int values); returns the :class:`SdpResult`.
+
+        Per-channel operands are shaped ``(1, C, 1, ...)``, which :func:`sdp` broadcasts over
+        the batch and the plane (the SDP reads them once per channel); ``element_operands``
+        have ``x``'s shape (or broadcast to it).
+        """
+        ndim = np.ndim(x)
+        operands = {
+            name: v.reshape((1, -1) + (1,) * (ndim - 2))
+            for name, v in self.channel_operands.items()
+        }
+        operands.update(element_operands or {})
+        le = None if self.lut is None else self.lut.le
+        lo = None if self.lut is None else self.lut.lo
+        return sdp(x, self.regs, operands=operands, lut_le=le, lut_lo=lo)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SdpLayer(Layer):
+    """One or more SDP passes over a single int8 input."""
+
+    encoding: LinearEncoding
+    stages: tuple[SdpStage, ...]
+    lut: bool = False
+
+    def compute(self, inputs: list[QTensor]) -> LayerOutput:
+        """Run the passes; counters include the LUT ones when the LUT is active."""
+        y, results = run_stages(self.stages, np.asarray(inputs[0].codes))
+        counters = sdp_counters(results, lut=self.lut)
+        return LayerOutput(QTensor(y.astype(np.int8), self.encoding), counters)
+
+
+def run_stages(stages: Sequence[SdpStage], x: np.ndarray) -> tuple[np.ndarray, list[SdpResult]]:
+    """Run ``stages`` one after the other (the output of one is the int8 input of the next)."""
+    results = []
+    for stage in stages:
+        r = stage.run(x)
+        results.append(r)
+        x = r.y
+    return x, results
+
+
+def sdp_counters(results: Sequence[SdpResult], *, lut: bool = False) -> dict[str, int]:
+    """Report counters summed over the passes of one layer.
+
+    ``output_saturated`` is the SDP's ``OUT_SATURATION`` (the 17-bit converter step, ±1 rule);
+    ``output_clamped`` is quantemu's count of values the final int8 clamp changed (no hardware
+    register counts it). LUT counters come from ``LUT_UFLOW``/``LUT_OFLOW``/``LUT_HYBRID``/
+    ``LUT_LE_HIT``/``LUT_LO_HIT``.
+    """
+    out = {
+        "output_saturated": sum(r.OUT_SATURATION for r in results),
+        "output_clamped": sum(r.final_clamped for r in results),
+    }
+    if lut:
+        out["lut_underflow"] = sum(r.LUT_UFLOW for r in results)
+        out["lut_overflow"] = sum(r.LUT_OFLOW for r in results)
+        out["lut_hybrid"] = sum(r.LUT_HYBRID for r in results)
+        out["lut_le_hit"] = sum(r.LUT_LE_HIT for r in results)
+        out["lut_lo_hit"] = sum(r.LUT_LO_HIT for r in results)
+    return out
+
+
+def converter_fields(factor: float, how: ScaleSplit | None) -> dict[str, int]:
+    """Output converter ``CVT_*`` for a float32 factor; identity (1, 0) for exactly 1.
+
+    ``how=None`` uses the exact split (factors quantemu chooses), otherwise the compiler's rule.
+    """
+    if f32(factor) == 1.0:
+        return {"CVT_OFFSET": 0, "CVT_SCALE": 1, "CVT_SHIFT": 0}
+    scale, shift = exact_split(factor) if how is None else split_scale(factor, how=how)
+    return {"CVT_OFFSET": 0, "CVT_SCALE": scale % (1 << 16), "CVT_SHIFT": shift}
+
+
+def leaky_fields(unit: str, alpha: float) -> dict[str, int]:
+    """X unit ``unit`` (BS or BN) as PReLU with a register slope ``alpha = scale * 2^-shift``.
+
+    Non-negative values pass unchanged; negative ones become ``SHR(x * scale, shift, 32)``.
+    """
+    scale, shift = exact_split(alpha)
+    return {
+        f"{unit}_BYPASS": 0,
+        f"{unit}_MUL_BYPASS": 0,
+        f"{unit}_MUL_SRC": int(OperandSource.REGISTER),
+        f"{unit}_MUL_OPERAND": scale % (1 << 16),
+        f"{unit}_MUL_PRELU": 1,
+        f"{unit}_MUL_SHIFT_VALUE": shift,
+    }
+
+
+def _operand(code: float) -> int:
+    """A bound in codes as an int16 register operand (half away, clamped to int16)."""
+    rounded = float64_round_half_away_add_truncate(max(-(2.0**16), min(code, 2.0**16)))
+    return max(-(2**15), min(2**15 - 1, int(rounded)))
+
+
+def clip_fields(lo: float, hi: float, scale: float) -> dict[str, int]:
+    """``clip(x, lo, hi)`` on codes of ``scale``: BS ALU MAX (lo) and BN ALU MIN (hi) registers.
+
+    The bounds are rounded to codes (half away). A lower bound at or below -128 (an upper one
+    at or above 127) never binds on int8 codes and is left out.
+    """
+    out: dict[str, int] = {}
+    lo_code, hi_code = lo / scale, hi / scale
+    for unit, code, algo, idle in (
+        ("BS", lo_code, AluAlgo.MAX, lo_code <= INT8_MIN),
+        ("BN", hi_code, AluAlgo.MIN, hi_code >= INT8_MAX),
+    ):
+        if idle:
+            continue
+        out.update({
+            f"{unit}_BYPASS": 0,
+            f"{unit}_ALU_BYPASS": 0,
+            f"{unit}_ALU_ALGO": int(algo),
+            f"{unit}_ALU_SRC": int(OperandSource.REGISTER),
+            f"{unit}_ALU_OPERAND": _operand(code) % (1 << 16),
+        })  # fmt: skip
+    return out
+
+
+def activation_fields(kind: str, attrs: Mapping, scale: float) -> dict[str, int]:
+    """X-unit fields applying ``kind`` (``relu``/``clip``/``leaky_relu``) to codes of ``scale``.
+
+    ``attrs`` holds the fused-activation parameters (``activation_min``/``_max``/``_alpha``).
+    """
+    if kind == "relu":
+        return {"BS_BYPASS": 0, "BS_RELU_BYPASS": 0}
+    if kind == "leaky_relu":
+        return leaky_fields("BS", float(attrs["activation_alpha"]))
+    if kind == "clip":
+        return clip_fields(float(attrs["activation_min"]), float(attrs["activation_max"]), scale)
+    raise ValueError(f"unknown activation {kind!r}")  # the IR holds only these three
+
+
+def activation_stage(
+    kind: str | None, attrs: Mapping, s_in: float, s_out: float, how: ScaleSplit | None = None
+) -> SdpStage:
+    """An SDP pass over int8 codes of ``s_in``: the activation in the X units, then the output
+    converter rescaling to ``s_out`` (identity when the scales are equal)."""
+    fields = activation_fields(kind, attrs, s_in) if kind else {}
+    fields.update(converter_fields(f32(f32(s_in) / f32(s_out)), how))
+    return SdpStage(SdpRegisters(**fields))
+
+
+def channel_constant(ctx: NvdlaContext, node: Node, name: str) -> np.ndarray:
+    """Constant input ``name`` of ``node`` as one value per channel of its first input (axis 1),
+    or a clear error."""
+    shape = ctx.shape(node.inputs[0])
+    channels = shape[1]
+    value = ctx.const(name)
+    if value is None:
+        raise UnsupportedError(f"{node}: {name!r} is computed; the SDP needs it constant")
+    v = np.asarray(value, np.float32)
+    trailing = v.shape[1:] if v.ndim == len(shape) - 1 else ()
+    if v.size == 1 or (v.shape[:1] == (channels,) and all(d == 1 for d in trailing)):
+        return np.broadcast_to(v.reshape(-1), (channels,)).astype(np.float32)
+    raise UnsupportedError(
+        f"{node}: {name!r} has shape {v.shape}; the SDP takes one value per channel "
+        f"({channels},) or a scalar"
+    )

@@ -1,0 +1,56 @@
+"""The XS3 lowering options: the lib_nn build and model variant, and the fused-activation clamp.
+
+Built from keyword options or ``--option`` text by
+:meth:`~quantemu.program.options.LoweringOptions.from_mapping` (unknown names are errors that
+list these fields, values are typed by the field); :meth:`Options.__post_init__` checks what the
+types alone do not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from quantemu.backends.xs3.params import Model, OutputOptions
+from quantemu.errors import InvalidInputError
+from quantemu.program.options import LoweringOptions
+
+
+@dataclass(frozen=True)
+class Options(LoweringOptions):
+    """The lowering options (``quantemu.compile(..., backend="xs3", **options)``).
+
+    ``model``: :class:`~quantemu.backends.xs3.params.Model` (or its string value),
+    ``host_reference`` (default, what every conformance vector pins) or ``device``.
+    ``symmetric_saturation``: lib_nn built with ``CONFIG_SYMMETRIC_SATURATION_*`` = 1, so int8
+    outputs of the lib_nn operators lie in [-127, 127] (default False: [-128, 127]).
+    ``activation_clamp``: apply TFLite's fused-activation range (ReLU: ``max(y, zp)``, ReLU6:
+    also ``min(y, q(6))``) after a lib_nn convolution or fully-connected operator. Default False,
+    as on XMOS's runtime: tflite2xcore drops the fused activation because the XC operators have
+    no activation stage; the output range calibrated on the ReLU output makes the clamp implicit.
+    Either way the ``activation_clamped`` counter says how many outputs the clamp moves (or would
+    move).
+    """
+
+    backend: ClassVar[str] = "xs3"
+
+    model: Model = Model.HOST_REFERENCE
+    symmetric_saturation: bool = False
+    activation_clamp: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "model", Model.parse(self.model, where="xs3 option model"))
+        for name in ("symmetric_saturation", "activation_clamp"):
+            value = getattr(self, name)
+            if not isinstance(value, bool):
+                raise InvalidInputError(f"xs3 option {name} = {value!r}; use True or False")
+
+    @property
+    def output_options(self) -> OutputOptions:
+        """The lib_nn operators' variant switches."""
+        return OutputOptions(self.symmetric_saturation, self.model)
+
+    @property
+    def output_low(self) -> int:
+        """The lowest int8 output of the lib_nn operators."""
+        return -127 if self.symmetric_saturation else -128

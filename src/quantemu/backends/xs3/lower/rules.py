@@ -1,0 +1,65 @@
+"""The XS3 rule table: graph op type -> rule, the float fallback and the unsupported error.
+
+Each rule is ``rule(ctx, node) -> Layer`` (:mod:`quantemu.program.lowering`). A rule that finds
+no lib_nn or TFLite-Micro form for its node raises
+:class:`~quantemu.program.lowering.NotLowerable`; the table then builds the float fallback
+(:mod:`.fallback`), as it does for the ops in :data:`~.fallback.FALLBACK_OPS`, which have no
+rule. Any other op is an :class:`~quantemu.errors.UnsupportedError` listing the supported ones.
+"""
+
+from __future__ import annotations
+
+from quantemu.backends.xs3.lower.activation import LUT_OPS, lower_lookup
+from quantemu.backends.xs3.lower.context import Xs3Context
+from quantemu.backends.xs3.lower.conv import lower_conv, lower_dense
+from quantemu.backends.xs3.lower.fallback import FALLBACK_OPS, lower_float
+from quantemu.backends.xs3.lower.layout import MOVES, lower_move
+from quantemu.backends.xs3.lower.pool import (
+    PoolGeometry,
+    lower_avgpool,
+    lower_global_avgpool,
+    lower_maxpool,
+)
+from quantemu.backends.xs3.lower.tflite import lower_add, lower_tflite_avgpool
+from quantemu.errors import UnsupportedError
+from quantemu.graph.ir import Node
+from quantemu.program import Layer
+from quantemu.program.lowering import RuleTable
+
+
+def lower_average_pool(ctx: Xs3Context, node: Node) -> Layer:
+    """AveragePool: lib_nn ``avgpool2d`` where tflite2xcore substitutes it (VALID, C % 4 == 0),
+    else TFLite-Micro's reference AVERAGE_POOL_2D."""
+    geometry = PoolGeometry.of(ctx, node)
+    if geometry.libnn(ctx.shape(node.inputs[0])):
+        return lower_avgpool(ctx, node, geometry)
+    return lower_tflite_avgpool(ctx, node, geometry)
+
+
+def unsupported(ctx: Xs3Context, node: Node, why: str) -> UnsupportedError:
+    """The error for an op with neither a kernel on XS3 nor a float fallback."""
+    reason = f" ({why})" if why else ""
+    return UnsupportedError(
+        f"{node}: operator {node.op_type!r} has neither a lib_nn nor a TFLite-Micro int8 kernel "
+        f"on XS3{reason}; supported operators: {', '.join(RULES.supported())}"
+    )
+
+
+RULES: RuleTable[Xs3Context] = RuleTable(
+    rules={
+        "Conv": lower_conv,
+        "Gemm": lower_dense,
+        "MatMul": lower_dense,
+        "Add": lower_add,
+        "Sub": lower_add,
+        "MaxPool": lower_maxpool,
+        "AveragePool": lower_average_pool,
+        "GlobalAveragePool": lower_global_avgpool,
+        "ReduceMean": lower_global_avgpool,
+        **dict.fromkeys(MOVES, lower_move),
+        **dict.fromkeys(LUT_OPS, lower_lookup),
+    },
+    fallback=lower_float,
+    fallback_ops=dict.fromkeys(FALLBACK_OPS, ""),
+    unsupported=unsupported,
+)

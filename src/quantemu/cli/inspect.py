@@ -1,0 +1,159 @@
+"""``quantemu inspect MODEL``: print a model's graph summary, list passes, dump after passes,
+and (``--lint BACKEND``) check a backend's model constraints.
+
+Exit status: 0 on success; 1 when the model cannot be imported (the message says why) or a
+lint finding is an error; 2 for usage errors.
+"""
+
+# Everything beyond argparse and the registry is imported when the command runs, so that
+# `quantemu` starts quickly whichever subcommand is used.
+# ruff: noqa: PLC0415
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from quantemu.backends.registry import backend_spec, backend_specs
+from quantemu.cli.console import INPUT_ERROR, USAGE_ERROR, fail, stdout_console
+from quantemu.cli.loading import load_model
+from quantemu.errors import InvalidInputError, QuantemuError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from quantemu.graph import Graph
+
+_DESCRIPTION = """\
+Import an ONNX model and print its graph: one row per node with input, weight and output shapes,
+parameter and MAC counts, and totals. MODEL is a .onnx file or the word 'demo' (the built-in
+digits CNN). With --optimize the default pass pipeline runs first; --dump-after PASS and
+--dump-passes print the graph after passes; --passes lists the passes. --lint BACKEND lists
+where the optimized model breaks the backend's model constraints, with advice (backends with a
+registered lint: {lint}).
+
+Exit status: 0 on success (and with --lint, when no finding is an error); 1 when the model
+cannot be imported or a lint finding is an error; 2 for usage errors."""
+
+
+def lint_backends() -> list[str]:
+    """The registered backends that have a model-constraints lint."""
+    return [s.name for s in backend_specs() if s.lint is not None]
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add the ``inspect`` subcommand; its ``run`` default is :func:`run`."""
+    linted = lint_backends()
+    parser = subparsers.add_parser(
+        "inspect",
+        help="print a model's graph summary (shapes, parameters, passes)",
+        description=_DESCRIPTION.format(lint=", ".join(linted) or "none"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("model", nargs="?", metavar="MODEL", help="a .onnx file, or 'demo'")
+    parser.add_argument("--passes", action="store_true", help="list the graph passes and exit")
+    parser.add_argument(
+        "-O", "--optimize", action="store_true", help="run the default pass pipeline first"
+    )
+    parser.add_argument(
+        "--dump-after",
+        action="append",
+        default=[],
+        metavar="PASS",
+        help="run the pipeline and print the graph after PASS (repeatable)",
+    )
+    parser.add_argument(
+        "--dump-passes", action="store_true", help="print the graph after every pass"
+    )
+    parser.add_argument(
+        "--batch", type=int, metavar="N", help="bind a symbolic batch dimension to N"
+    )
+    parser.add_argument(
+        "--lint",
+        choices=linted,
+        metavar="BACKEND",
+        help="also check the backend's model constraints on the optimized graph and list the "
+        f"findings (backends: {', '.join(linted)}); exit status 1 if any is an error",
+    )
+    parser.set_defaults(run=run)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print what ``args`` asks for; return the exit status."""
+    from quantemu.graph.passes import PASSES
+
+    console = stdout_console()
+    if args.passes:
+        _print_passes(console)
+        return 0
+    if args.model is None:
+        return fail("inspect", "MODEL is required (a .onnx file or 'demo')", USAGE_ERROR)
+    unknown = [p for p in args.dump_after if p not in PASSES]
+    if unknown:
+        message = f"unknown pass {', '.join(unknown)}; passes: {', '.join(PASSES)}"
+        return fail("inspect", message, USAGE_ERROR)
+    try:
+        graph = _inspect(args, console)
+        if args.lint:
+            return _lint(graph, args.lint, console)
+    except QuantemuError as exc:
+        return fail("inspect", str(exc), INPUT_ERROR)
+    return 0
+
+
+def _print_passes(console: Console) -> None:
+    from quantemu.graph.passes import DEFAULT_PIPELINE, PASSES
+
+    for p in PASSES.values():
+        marker = "*" if p.name in DEFAULT_PIPELINE else " "
+        console.print(f"{marker} {p.name:<18} {p.description}", highlight=False, markup=False)
+    console.print("(* = in the default pipeline, in this order)", highlight=False)
+
+
+def _lint(graph: Graph, backend: str, console: Console) -> int:
+    """Print the ``backend`` lint findings of ``graph``; 1 when any finding is an error."""
+    from rich.table import Table
+
+    from quantemu.graph.passes import optimize
+
+    lint = backend_spec(backend).lint
+    if lint is None:  # argparse offers only the backends with a lint; API callers may not
+        raise InvalidInputError(
+            f"{backend} has no model-constraints lint; backends with one: "
+            f"{', '.join(lint_backends()) or 'none'}"
+        )
+    findings = lint(optimize(graph))
+    console.rule(f"{backend} model constraints")
+    if not findings:
+        console.print("no findings", highlight=False)
+        return 0
+    table = Table("node", "rule", "severity", "finding", "advice", show_lines=True)
+    for f in findings:
+        table.add_row(f.node, f.rule, f.severity.value, f.message, f.advice)
+    console.print(table)
+    return 1 if any(f.severity.value == "error" for f in findings) else 0
+
+
+def _inspect(args: argparse.Namespace, console: Console) -> Graph:
+    from quantemu.graph.passes import run_passes
+    from quantemu.graph.summary import print_summary
+
+    graph = load_model(args.model, optimize=False)
+    if args.batch is not None:
+        graph = graph.with_batch(args.batch)
+    dumps = set(args.dump_after)
+
+    def on_pass(name: str, after) -> None:
+        if args.dump_passes or name in dumps:
+            console.rule(f"after pass {name}")
+            print_summary(after, console)
+
+    if args.optimize or dumps or args.dump_passes:
+        graph = run_passes(graph, on_pass=on_pass)
+        if args.optimize and not args.dump_passes:
+            console.rule("after the default pipeline")
+            print_summary(graph, console)
+    else:
+        print_summary(graph, console)
+    return graph

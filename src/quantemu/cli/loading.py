@@ -1,0 +1,141 @@
+"""Model and data loading for the commands: MODEL names, ``.npy``/``.npz`` samples, labels.
+
+MODEL is a ``.onnx`` path or ``demo`` (the built-in digits CNN). DATA is a ``.npy`` file or a
+``.npz`` file holding float samples along axis 0 (see :func:`load_array`). LABELS is a ``.npy``
+file, a ``.npz`` file or the name of an array inside the evaluation ``.npz``
+(see :func:`load_labels`). Every failure is an :class:`~quantemu.errors.InvalidInputError` whose
+message names the option and the file.
+"""
+
+# The model importer (onnx) and the data modules are imported when a command runs, so that
+# `quantemu` starts quickly whichever subcommand is used.
+# ruff: noqa: PLC0415
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from quantemu.errors import InvalidInputError, QuantemuError
+
+if TYPE_CHECKING:
+    from quantemu.graph import Graph
+
+#: The MODEL word that names the built-in digits CNN.
+DEMO = "demo"
+
+#: Keys of a labels .npz file tried in order when it holds several arrays.
+LABEL_KEYS = ("y", "labels", "label", "targets")
+
+
+def resolve_model(text: str) -> Path:
+    """``demo`` names the built-in model; anything else is a path."""
+    if text == DEMO:
+        from quantemu.data import demo_model_path
+
+        return demo_model_path()
+    return Path(text)
+
+
+def load_model(text: str, *, optimize: bool = True) -> Graph:
+    """The model MODEL names, imported and (unless ``optimize`` is False) optimized."""
+    from quantemu.graph.onnx_import import load_onnx
+    from quantemu.graph.passes import optimize as optimize_graph
+
+    graph = load_onnx(resolve_model(text))
+    return optimize_graph(graph) if optimize else graph
+
+
+def demo_split(split: str) -> tuple[np.ndarray, np.ndarray]:
+    """The demo model's bundled ``calib`` or ``test`` split: samples and labels."""
+    from quantemu.data import demo_dataset
+
+    return demo_dataset(split)
+
+
+def load_array(source: Any, key: str | None, what: str) -> np.ndarray:
+    """All samples of a dataset (``.npy``/``.npz`` path or array) as one float32 array."""
+    from quantemu.calibration.datasets import load_dataset
+
+    try:
+        dataset = load_dataset(source, key=key)
+        batch = next(iter(dataset.batches(max(1, len(dataset)))))
+    except QuantemuError as exc:
+        raise InvalidInputError(f"{what}: {exc}") from None
+    if isinstance(batch, dict):
+        raise InvalidInputError(f"{what}: quantemu run evaluates single-input models")
+    return batch
+
+
+def load_labels(labels: str, eval_path: str | None, samples: int) -> np.ndarray:
+    """Labels from a .npy/.npz file or a key of the --eval .npz (see the module docstring)."""
+    path = Path(labels)
+    if path.suffix in (".npy", ".npz") or path.is_file():
+        if not path.is_file():
+            raise InvalidInputError(f"--labels {labels}: the file does not exist")
+        array = _read_labels_file(path)
+    elif eval_path is not None and Path(eval_path).suffix == ".npz":
+        array = _npz_key(Path(eval_path), labels, "--labels")
+    else:
+        raise InvalidInputError(
+            f"--labels {labels!r} is neither a .npy/.npz file nor the name of an array in an "
+            f"--eval .npz file (--eval {eval_path or 'not given'})"
+        )
+    array = np.asarray(array)
+    if array.ndim == 2 and array.shape[1] == 1:
+        array = array[:, 0]
+    if array.dtype.kind not in "iu" or array.ndim != 1 or array.shape[0] != samples:
+        raise InvalidInputError(
+            f"--labels {labels}: expected {samples} integer class labels (one per --eval "
+            f"sample), got dtype {array.dtype} shape {array.shape}"
+        )
+    return array
+
+
+def _read_labels_file(path: Path) -> np.ndarray:
+    try:
+        loaded = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise InvalidInputError(f"--labels {path}: cannot read it: {exc}") from None
+    if path.suffix != ".npz" and isinstance(loaded, np.ndarray):
+        return loaded
+    with loaded as archive:
+        keys = list(archive.keys())
+        key = keys[0] if len(keys) == 1 else next((k for k in LABEL_KEYS if k in keys), None)
+        if key is None:
+            raise InvalidInputError(
+                f"--labels {path}: none of {', '.join(LABEL_KEYS)} is in the archive; its "
+                f"arrays: {', '.join(keys) or 'none'} (pass ARCHIVE.npz with one array, or "
+                "name the key with --labels KEY and --eval ARCHIVE.npz)"
+            )
+        return archive[key]
+
+
+def _npz_key(path: Path, key: str, what: str) -> np.ndarray:
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            if key not in archive:
+                raise InvalidInputError(
+                    f"{what} {key!r}: no array {key!r} in {path}; its arrays: "
+                    f"{', '.join(archive.keys())}"
+                )
+            return archive[key]
+    except (OSError, ValueError) as exc:
+        raise InvalidInputError(f"{what}: cannot read {path}: {exc}") from None
+
+
+def check_data(graph: Graph, x: np.ndarray, what: str) -> None:
+    """A clear error when ``x`` does not fit the model's single input (dtype, shape)."""
+    from quantemu.graph.executor import bind_inputs
+
+    if len(graph.inputs) != 1:
+        raise InvalidInputError(
+            f"the model has {len(graph.inputs)} inputs; quantemu run takes single-input models "
+            "(use the Python API, Program.run_feeds, for others)"
+        )
+    try:
+        bind_inputs(graph, x[:1])
+    except QuantemuError as exc:
+        raise InvalidInputError(f"{what}: {exc}") from None

@@ -1,0 +1,165 @@
+"""``quantemu run MODEL --backend B --calib DATA``: simulate a model on a target, report the error.
+
+Exit status: 0 on success; 1 when the model, the data or a backend cannot be used (the message
+says why); 2 for usage errors (bad options, an output file that cannot be written, the HTML
+report without matplotlib).
+"""
+
+# Everything beyond argparse and the registry is imported when the command runs, so that
+# `quantemu` starts quickly whichever subcommand is used.
+# ruff: noqa: PLC0415
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from quantemu.backends.registry import known_backends
+from quantemu.calibration.observers import OBSERVERS
+from quantemu.cli.argtypes import positive_int
+from quantemu.cli.console import INPUT_ERROR, USAGE_ERROR, fail, stderr_console, stdout_console
+from quantemu.cli.loading import DEMO, check_data, demo_split, load_array, load_labels, load_model
+from quantemu.cli.options import check_options, isa_backends, options_help, parse_options
+from quantemu.cli.simulation import print_outcome, simulate, write_outputs
+from quantemu.errors import QuantemuError
+
+_DESCRIPTION = """\
+Quantize MODEL for an inference target the way the target's toolchain does, run it with the
+target's exact integer arithmetic, and compare it layer by layer with the float model: SQNR,
+cosine, error in output LSBs, every counter the target keeps (accumulator and output saturation,
+pair saturation, LUT under/overflow), and top-1 accuracy when labels are given.
+
+MODEL is a .onnx file or 'demo' (the built-in digits CNN; for it --calib defaults to the bundled
+calibration split and --eval/--labels to the bundled test split).
+
+DATA (--calib, --eval) is a .npy file or a .npz file (--calib-key/--eval-key select the array;
+default: the only array, or the first of x, inputs, input, images, data) holding float samples
+along axis 0, normalized as the model expects. Without --eval the calibration data is evaluated.
+
+LABELS is a .npy file of integer class labels (one per --eval sample), a .npz file (its only
+array, or the first of y, labels, label, targets), or the name of an array inside the --eval .npz
+(e.g. --labels y).
+
+--option KEY=VALUE passes an option to the backends' lowering (repeatable); BACKEND.KEY=VALUE
+passes it to one backend only. VALUE is text that the backend's registered options class types
+by field (an enum value, true/false, an integer, ...); an unknown key or a bad value is an error,
+reported before calibration starts. The options, as registered (also: quantemu backends):
+{options}
+--isa ISA is isa=ISA for the selected backends that have an isa option ({isa}). With --backend
+all, every backend runs and a comparison table follows.
+
+--report writes one self-contained HTML file (every selected backend in it; needs matplotlib:
+pip install 'quantemu[report]'). --json writes strict JSON; a non-finite number (the SQNR of a
+layer equal to the float model is +inf) is written as the string "inf", "-inf" or "nan"."""
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add the ``run`` subcommand; its ``run`` default is :func:`run`."""
+    p = subparsers.add_parser(
+        "run",
+        help="simulate a model bit-exactly on a target and report per-layer error",
+        description=_DESCRIPTION.format(
+            options=options_help(), isa=", ".join(isa_backends()) or "none registered"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("model", metavar="MODEL", help="a .onnx file, or 'demo'")
+    p.add_argument(
+        "--backend",
+        required=True,
+        choices=[*known_backends(), "all"],
+        help="the target to simulate, or all of them",
+    )
+    p.add_argument(
+        "--isa",
+        help=f"instruction set, for the backends with an isa option ({', '.join(isa_backends())})",
+    )
+    p.add_argument("--calib", metavar="DATA", help="calibration data (.npy or .npz)")
+    p.add_argument("--calib-key", metavar="KEY", help="the array to use in the --calib .npz")
+    p.add_argument("--eval", metavar="DATA", help="evaluation data (default: the --calib data)")
+    p.add_argument("--eval-key", metavar="KEY", help="the array to use in the --eval .npz")
+    p.add_argument("--labels", metavar="LABELS", help=".npy/.npz file, or a key of --eval .npz")
+    p.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a lowering option, or BACKEND.KEY=VALUE (repeatable; see above)",
+    )
+    p.add_argument("--observer", choices=OBSERVERS, default="minmax", help="default: minmax")
+    p.add_argument("--report", metavar="FILE.html", help="write the HTML report (matplotlib)")
+    p.add_argument("--json", metavar="FILE.json", help="write the results as JSON (- for stdout)")
+    p.add_argument("--batch-size", type=positive_int, default=64, metavar="N", help="default 64")
+    p.add_argument(
+        "--no-layers", action="store_true", help="print the summary without the per-layer table"
+    )
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bars or status lines")
+    p.set_defaults(run=run)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    """Simulate as ``args`` asks; return the exit status."""
+    if args.calib is None and args.model != DEMO:
+        return fail("run", "--calib DATA is required (except for the demo model)", USAGE_ERROR)
+    if args.labels is not None and args.eval is None:
+        return fail("run", "--labels needs --eval DATA (the samples they label)", USAGE_ERROR)
+    backends = known_backends() if args.backend == "all" else [args.backend]
+    try:
+        if args.report:
+            from quantemu.report import require_matplotlib
+
+            require_matplotlib()
+        options = parse_options(args.option, backends, args.isa)
+        check_options(options)  # every backend's options, before anything is calibrated
+    except QuantemuError as exc:
+        return fail("run", str(exc), USAGE_ERROR)
+    status = stderr_console(args.quiet)
+    try:
+        graph, calib, x, labels = _inputs(args)
+        outcome = simulate(
+            graph,
+            backends,
+            calib,
+            x,
+            labels,
+            options=options,
+            observer=args.observer,
+            batch_size=args.batch_size,
+            progress=not args.quiet and sys.stderr.isatty(),
+            keep_going=args.backend == "all",
+            status=status,
+        )
+    except QuantemuError as exc:
+        return fail("run", str(exc), INPUT_ERROR)
+    if args.json != "-":  # stdout holds the JSON document then
+        layers, compare = not args.no_layers, args.backend == "all"
+        print_outcome(outcome, stdout_console(), tables=True, layers=layers, compare=compare)
+    model = DEMO if args.model == DEMO else Path(args.model).name
+    try:
+        write_outputs(outcome, report=args.report, json_path=args.json, model=model, status=status)
+    except OSError as exc:
+        return fail("run", f"cannot write {exc.filename}: {exc.strerror}", USAGE_ERROR)
+    return INPUT_ERROR if outcome.errors else 0
+
+
+def _inputs(args: argparse.Namespace):
+    """The optimized graph, calibration data, evaluation data and labels (checked)."""
+    graph = load_model(args.model)
+    if args.calib is None:
+        calib = demo_split("calib")[0]
+    else:
+        calib = load_array(args.calib, args.calib_key, f"--calib {args.calib}")
+    check_data(graph, calib, f"--calib {args.calib or '(demo calibration split)'}")
+    labels = None
+    if args.eval is not None:
+        x = load_array(args.eval, args.eval_key, f"--eval {args.eval}")
+        check_data(graph, x, f"--eval {args.eval}")
+        if args.labels is not None:
+            labels = load_labels(args.labels, args.eval, x.shape[0])
+    elif args.model == DEMO:
+        x, labels = demo_split("test")
+    else:
+        x = calib
+    return graph, calib, x, labels

@@ -1,0 +1,127 @@
+"""Calibrate once, then compile and evaluate on several backends: what ``run`` and ``demo`` share.
+
+:func:`simulate` drives :func:`quantemu.compile` (one calibration for every backend) with the
+command line's progress bars and status lines; :func:`write_outputs` writes the HTML report and
+the JSON document.
+"""
+
+# ruff: noqa: PLC0415
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from quantemu.cli.console import progress_bar
+from quantemu.errors import QuantemuError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from quantemu.graph import Graph
+    from quantemu.simulate.evaluate import Evaluation
+
+
+@dataclass
+class Outcome:
+    """What :func:`simulate` produced: evaluations, timings and per-backend errors."""
+
+    backends: list[str] = field(default_factory=list)  # in the order they were asked for
+    evaluations: list[Evaluation] = field(default_factory=list)
+    timings: dict[str, tuple[float, float]] = field(default_factory=dict)  # compile s, eval s
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+def simulate(
+    graph: Graph,
+    backends: Sequence[str],
+    calib: np.ndarray,
+    x: np.ndarray,
+    labels: np.ndarray | None,
+    *,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    observer: str = "minmax",
+    batch_size: int = 64,
+    progress: bool = False,
+    keep_going: bool = False,
+    status: Console | None = None,
+) -> Outcome:
+    """Calibrate ``graph`` once, then compile and evaluate it on every backend.
+
+    ``options``: ``{backend: {key: value or text}}`` for each backend's lowering. With
+    ``keep_going`` a backend that fails is recorded in ``Outcome.errors`` and the others still
+    run; otherwise the error propagates.
+    """
+    from quantemu.calibration.api import calibrate
+    from quantemu.simulate.compile import compile_model
+
+    ranges = calibrate(graph, calib, observer=observer, batch_size=batch_size, progress=progress)
+    outcome = Outcome(backends=list(backends))
+    for backend in backends:
+        try:
+            start = time.perf_counter()
+            program = compile_model(
+                graph, backend, None, calibration=ranges, **(options or {}).get(backend, {})
+            )
+            compiled = time.perf_counter()
+            with progress_bar(progress, f"simulating on {backend}", x.shape[0]) as advance:
+                evaluation = program.evaluate(x, labels, batch_size=batch_size, on_batch=advance)
+            done = time.perf_counter()
+        except QuantemuError as exc:
+            if not keep_going:
+                raise
+            outcome.errors[backend] = str(exc)  # reported with the comparison table
+            continue
+        outcome.evaluations.append(evaluation)
+        outcome.timings[backend] = (compiled - start, done - compiled)
+        if status is not None:
+            status.print(
+                f"{backend}: compiled in {compiled - start:.2f} s, simulated "
+                f"{x.shape[0]:,} samples in {done - compiled:.2f} s",
+                highlight=False,
+            )
+    return outcome
+
+
+def print_outcome(
+    outcome: Outcome, console: Console, *, tables: bool, layers: bool = True, compare: bool
+) -> None:
+    """Each evaluation's table (when ``tables``), then the comparison table (when ``compare``)."""
+    from quantemu.report import print_comparison, print_evaluation
+
+    if tables:
+        for evaluation in outcome.evaluations:
+            print_evaluation(evaluation, console, layers=layers)
+    if compare:
+        print_comparison(
+            outcome.evaluations,
+            console,
+            timings=outcome.timings,
+            errors=outcome.errors,
+            order=outcome.backends,
+        )
+
+
+def write_outputs(
+    outcome: Outcome,
+    *,
+    report: str | None,
+    json_path: str | None,
+    model: str,
+    status: Console | None,
+) -> None:
+    """Write the HTML report (every evaluation in one file) and the JSON document when asked."""
+    from quantemu.report import write_html, write_json
+
+    if report and outcome.evaluations:
+        write_html(outcome.evaluations, report, model=model)
+        if status is not None:
+            status.print(f"wrote the HTML report to {report}", highlight=False)
+    if json_path:
+        write_json(outcome.evaluations, json_path, model=model, errors=outcome.errors)
+        if status is not None and json_path != "-":
+            status.print(f"wrote the JSON results to {json_path}", highlight=False)

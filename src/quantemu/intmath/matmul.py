@@ -1,0 +1,225 @@
+"""Exact integer matrix products through BLAS, with the proof that BLAS cannot round.
+
+A float GEMM of integer operands is exact while every partial sum it forms is an integer that the
+float type holds exactly (``|v| <= 2**24`` in float32, ``2**53`` in float64), whatever order BLAS
+adds in (DESIGN principle 8). :func:`matmul_exact` bounds every partial sum from the operands,
+picks the fastest float type that the bound proves exact, and falls back to int64 or to Python
+ints when no float type is.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from quantemu.errors import InvalidInputError
+
+__all__ = ["ArrayCache", "matmul_exact"]
+
+F32_EXACT = 2**24  # float32 holds every integer of magnitude <= 2**24
+F64_EXACT = 2**53  # float64: every integer of magnitude <= 2**53
+INT64_MAX = 2**63 - 1
+_RUN_BLOCK = 32  # rows of b per block when a reduction is cut into float32 runs
+
+
+class ArrayCache:
+    """Values derived from arrays that cannot change (read-only, owning their data).
+
+    Keyed by the array's identity; an entry goes when its array is garbage collected. Arrays
+    that could change are never cached: ``get`` then just calls ``make``.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[weakref.ref, dict]] = {}
+
+    def get(self, array: np.ndarray, key, make):
+        """The value for ``(array, key)``, made by ``make()`` on first use."""
+        if array.flags.writeable or not array.flags.owndata:
+            return make()
+        slot = self._entries.get(id(array))
+        if slot is None or slot[0]() is not array:
+            slot = (weakref.ref(array), {})
+            self._entries[id(array)] = slot
+            weakref.finalize(array, self._entries.pop, id(array), None)
+        if key not in slot[1]:
+            slot[1][key] = make()
+        return slot[1][key]
+
+
+_PLANS = ArrayCache()
+
+
+def _check(x, name: str) -> np.ndarray:
+    arr = np.asarray(x)
+    if arr.dtype.kind not in "iufO" or arr.dtype == np.bool_:
+        raise InvalidInputError(
+            f"matmul_exact: {name} must hold integers (an integer array, or floats holding "
+            f"integers), got dtype {arr.dtype}"
+        )
+    if arr.ndim < 2:
+        raise InvalidInputError(
+            f"matmul_exact: {name} must have at least 2 dimensions, got shape {arr.shape}; "
+            "reshape vectors to (1, K) or (K, 1)"
+        )
+    return arr
+
+
+def _magnitude(x: np.ndarray, given) -> int:
+    """A bound on ``max|x|``: the caller's, the dtype's for 8-bit data, else one scan."""
+    if given is not None:
+        return int(given)
+    if x.dtype in (np.uint8, np.int8):
+        return 255 if x.dtype == np.uint8 else 128
+    if x.size == 0:
+        return 0
+    lo, hi = x.min(), x.max()
+    if x.dtype.kind == "f" and not (np.isfinite(lo) and np.isfinite(hi)):
+        raise InvalidInputError("matmul_exact: float operands must hold finite integers")
+    return max(abs(int(lo)), abs(int(hi)))
+
+
+def _column_sums_max(b: np.ndarray) -> int:
+    """``max_n sum_k |b[..., k, n]|`` as a Python int.
+
+    Exact: integer data sums in int64 when ``K * max|b| <= 2**63 - 1``, else in Python ints;
+    floats (holding integers) sum in float64, exact below 2**53, and a larger sum only routes to
+    the int64 or Python-int paths, whose thresholds it passes either way (rounding is monotone).
+    """
+    b3 = b.reshape(-1, *b.shape[-2:])
+    if b.size == 0:
+        return 0
+    if b.dtype.kind == "f":
+        return int(np.abs(b3).sum(axis=1, dtype=np.float64).max())
+    if b.dtype.itemsize <= 2:  # |b| <= 2**16 in int32, summed in int64
+        return int(np.abs(b3.astype(np.int32)).sum(axis=1, dtype=np.int64).max())
+    if b.dtype != object and max(abs(int(b.min())), abs(int(b.max()))) * b.shape[-2] <= INT64_MAX:
+        return int(np.abs(b3.astype(np.int64)).sum(axis=1).max())
+    return int(np.abs(b3.astype(object)).sum(axis=1).max())
+
+
+def _runs(b: np.ndarray, limit: int) -> tuple[tuple[int, int], ...] | None:
+    """Consecutive row runs of ``b`` whose column sums of ``|b|`` stay ``<= limit``, or None.
+
+    Called with ``sum_k |b| <= 2**63 - 1`` (int64 sums exact; float64 block sums exact below
+    2**53, and a rounded larger one still exceeds ``limit <= 2**24``). Runs start and end on
+    multiples of ``_RUN_BLOCK`` rows. Greedy: each run ends at the last block boundary that
+    keeps every column within ``limit`` (binary search on the prefix sums of the block sums).
+    None when a single block already exceeds ``limit``.
+    """
+    length = b.shape[-2]
+    b3 = b.reshape(-1, length, b.shape[-1])  # (G, L, N)
+    if b.dtype.kind == "f":
+        mags, acc = np.abs(b3), np.float64
+    else:
+        mags, acc = np.abs(b3.astype(np.int64)), np.int64
+    full, rest = divmod(length, _RUN_BLOCK)
+    g, n = b3.shape[0], b3.shape[2]
+    parts = [mags[:, : full * _RUN_BLOCK].reshape(g, full, _RUN_BLOCK, n).sum(axis=2, dtype=acc)]
+    if rest:
+        parts.append(mags[:, full * _RUN_BLOCK :].sum(axis=1, keepdims=True, dtype=acc))
+    sums = np.concatenate(parts, axis=1)  # (G, blocks, N)
+    if sums.size and sums.max() > limit:
+        return None
+    sums = sums.astype(np.int64)
+    blocks = sums.shape[1]
+    cum = np.concatenate([np.zeros_like(sums[:, :1]), np.cumsum(sums, axis=1)], axis=1)
+    runs, start = [], 0
+    while start < blocks:
+        lo, hi = start + 1, blocks  # lo always fits; find the largest stop that does
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if int((cum[:, mid] - cum[:, start]).max()) <= limit:
+                lo = mid
+            else:
+                hi = mid - 1
+        runs.append((start * _RUN_BLOCK, min(lo * _RUN_BLOCK, length)))
+        start = lo
+    return tuple(runs)
+
+
+def _plan(b: np.ndarray, a_mag: int):
+    """``(bound, float type or None, runs or None)`` for ``a @ b`` with ``max|a| <= a_mag``.
+
+    What depends on ``b`` alone is cached for a ``b`` that cannot change (weights).
+    """
+    bound = a_mag * _PLANS.get(b, "colmax", lambda: _column_sums_max(b))
+    if bound <= F32_EXACT:
+        return bound, np.float32, None
+    runs = None
+    if a_mag <= F32_EXACT and bound < F64_EXACT:
+        limit = F32_EXACT // a_mag
+        runs = _PLANS.get(b, ("runs", limit), lambda: _runs(b, limit))
+    # Float32 runs are about twice as fast as one float64 GEMM, unless there are many.
+    if runs is not None and len(runs) <= _MAX_RUNS:
+        return bound, np.float32, runs
+    return bound, (np.float64 if bound < F64_EXACT else None), None
+
+
+_MAX_RUNS = 16
+
+
+def _as_python_ints(x: np.ndarray) -> np.ndarray:
+    return np.frompyfunc(int, 1, 1)(x).astype(object)
+
+
+def matmul_exact(a, b, *, a_max: int | None = None):
+    """The exact integer product ``a @ b`` (NumPy ``matmul`` broadcasting of batch axes).
+
+    Formula on ℤ: ``out[..., m, n] = sum_k a[..., m, k] * b[..., k, n]``.
+
+    Policy: exact, never wraps nor saturates. Operands are integer arrays, or float arrays
+    holding integers (not checked: callers gather integer data as float to feed BLAS without a
+    conversion pass). The result is int64 when the bound below is ``<= 2**63 - 1``, else an
+    object array of Python ints. ``a_max``: a bound on ``|a|`` the caller has proved (8-bit
+    dtypes give theirs; otherwise one scan finds it).
+
+    Proof. With ``A >= max|a|`` and ``C_n = sum_k |b[k, n]|``, every partial sum BLAS can form
+    for output ``n``, in any order and over any subset of ``k``, is at most ``A * C_n`` in
+    magnitude (triangle inequality; the operands themselves, ``|a| <= A`` and ``|b| <= C_n``,
+    convert exactly wherever the bound does). With ``bound = A * max_n C_n``:
+
+    - ``bound <= 2**24``: one float32 GEMM is exact;
+    - else, with ``bound < 2**53``, if the reduction cuts into at most 16 runs of rows with
+      ``A * sum_run |b[:, n]| <= 2**24`` each: one exact float32 GEMM per run, the runs added in
+      float64 (every partial total is at most ``bound < 2**53``: exact);
+    - else ``bound < 2**53``: one float64 GEMM;
+    - else ``bound <= 2**63 - 1``: an int64 matmul (no partial sum leaves int64);
+    - else Python ints.
+
+    What depends on ``b`` alone is cached for a read-only ``b`` that owns its data (weights).
+
+    Mirrors: no instruction; it is the exact sum of products that wide accumulators (XS3
+    ``VLMACCR`` before saturation, oneDNN VNNI/AMX ``s32``, NVDLA CACC) hold.
+
+    >>> matmul_exact(np.array([[127, -128]], np.int8), np.array([[-128], [-128]], np.int8))
+    array([[128]])
+    >>> big = np.full((1, 3), 2**31 - 1)
+    >>> matmul_exact(big, big.T).tolist(), matmul_exact(big, big.T * 2).dtype
+    ([[13835058042397261827]], dtype('O'))
+    """
+    a, b = _check(a, "a"), _check(b, "b")
+    if a.shape[-1] != b.shape[-2]:
+        raise InvalidInputError(
+            f"matmul_exact: inner dimensions differ: a {a.shape} and b {b.shape}"
+        )
+    shape = (*np.broadcast_shapes(a.shape[:-2], b.shape[:-2]), a.shape[-2], b.shape[-1])
+    a_mag = 0 if a.size == 0 or b.size == 0 else _magnitude(a, a_max)
+    if a_mag == 0:
+        return np.zeros(shape, dtype=np.int64)
+    bound, ftype, runs = _plan(b, a_mag)
+    if bound == 0:
+        return np.zeros(shape, dtype=np.int64)
+    if ftype is None:
+        if bound <= INT64_MAX:  # every partial sum is in int64
+            return np.matmul(a.astype(np.int64), np.asarray(b, np.int64))
+        return np.matmul(_as_python_ints(a), _as_python_ints(b))
+    bf = _PLANS.get(b, np.dtype(ftype).name, lambda: np.asarray(b, ftype, order="C"))
+    if runs is None or len(runs) == 1:
+        return np.matmul(np.asarray(a, ftype), bf).astype(np.int64)
+    total = np.zeros(shape)  # float64: |every partial sum of the runs| <= bound < 2**53
+    for start, stop in runs:  # each run an exact float32 GEMM (see the proof above)
+        # Column slices of a stay views: BLAS reads them with a leading dimension (no copy).
+        part = np.matmul(np.asarray(a[..., start:stop], np.float32), bf[..., start:stop, :])
+        total += part
+    return total.astype(np.int64)
