@@ -134,3 +134,26 @@ def test_errors():
         matmul.matmul_exact(np.ones(3, np.int64), np.ones((3, 1), np.int64))
     with pytest.raises(InvalidInputError, match="integers"):
         matmul.matmul_exact(np.ones((1, 1), bool), np.ones((1, 1), np.int64))
+
+
+def test_b_max_skips_the_scan_and_gives_the_same_product():
+    rng = np.random.default_rng(3)
+    a = rng.integers(-128, 128, (5, 3000)).astype(np.float32)
+    b = rng.integers(-128, 128, (3000, 4)).astype(np.float32)
+    expected = a.astype(np.int64) @ b.astype(np.int64)
+    assert (matmul.matmul_exact(a, b, a_max=128, b_max=128) == expected).all()
+    assert (matmul.matmul_exact(a, b, a_max=128) == expected).all()
+
+
+def test_plans_are_cached_for_read_only_views_of_read_only_weights_only():
+    from quantemu.intmath.matmul import ArrayCache
+
+    cache, made = ArrayCache(), []
+    w = np.arange(12.0).reshape(3, 4).copy()  # owns its data
+    w.setflags(write=False)
+    for _ in range(2):
+        cache.get(w.T, "k", lambda: made.append("frozen") or 1)
+    writeable = np.arange(12.0).reshape(3, 4)
+    for _ in range(2):
+        cache.get(writeable.T, "k", lambda: made.append("writeable") or 1)
+    assert made == ["frozen", "writeable", "writeable"]

@@ -24,10 +24,12 @@ _RUN_BLOCK = 32  # rows of b per block when a reduction is cut into float32 runs
 
 
 class ArrayCache:
-    """Values derived from arrays that cannot change (read-only, owning their data).
+    """Values derived from arrays that cannot change: read-only, and owning their data or a
+    read-only view of a read-only array that owns it (a weight matrix's transpose, say).
 
-    Keyed by the array's identity; an entry goes when its array is garbage collected. Arrays
-    that could change are never cached: ``get`` then just calls ``make``.
+    Keyed by the owner's identity and the view's place in it; an entry goes when the owner is
+    garbage collected. Arrays that could change are never cached: ``get`` then just calls
+    ``make``.
     """
 
     def __init__(self) -> None:
@@ -35,16 +37,30 @@ class ArrayCache:
 
     def get(self, array: np.ndarray, key, make):
         """The value for ``(array, key)``, made by ``make()`` on first use."""
-        if array.flags.writeable or not array.flags.owndata:
+        owner = _frozen_owner(array)
+        if owner is None:
             return make()
-        slot = self._entries.get(id(array))
-        if slot is None or slot[0]() is not array:
-            slot = (weakref.ref(array), {})
-            self._entries[id(array)] = slot
-            weakref.finalize(array, self._entries.pop, id(array), None)
-        if key not in slot[1]:
-            slot[1][key] = make()
-        return slot[1][key]
+        slot = self._entries.get(id(owner))
+        if slot is None or slot[0]() is not owner:
+            slot = (weakref.ref(owner), {})
+            self._entries[id(owner)] = slot
+            weakref.finalize(owner, self._entries.pop, id(owner), None)
+        view = (array.__array_interface__["data"][0], array.shape, array.strides, array.dtype.str)
+        if (view, key) not in slot[1]:
+            slot[1][view, key] = make()
+        return slot[1][view, key]
+
+
+def _frozen_owner(array: np.ndarray) -> np.ndarray | None:
+    """The read-only array owning ``array``'s data, or None when the data could change."""
+    owner = array
+    while not owner.flags.owndata and isinstance(owner.base, np.ndarray):
+        if owner.flags.writeable:
+            return None
+        owner = owner.base
+    if owner.flags.writeable or not owner.flags.owndata or array.flags.writeable:
+        return None
+    return owner
 
 
 _PLANS = ArrayCache()
@@ -138,11 +154,16 @@ def _runs(b: np.ndarray, limit: int) -> tuple[tuple[int, int], ...] | None:
     return tuple(runs)
 
 
-def _plan(b: np.ndarray, a_mag: int):
+def _plan(b: np.ndarray, a_mag: int, b_max: int | None):
     """``(bound, float type or None, runs or None)`` for ``a @ b`` with ``max|a| <= a_mag``.
 
-    What depends on ``b`` alone is cached for a ``b`` that cannot change (weights).
+    With ``b_max`` (a bound on ``|b|`` the caller proved) the bound is ``a_mag * b_max * K``
+    and ``b`` is never scanned. Otherwise what depends on ``b`` alone is cached for a ``b``
+    that cannot change (weights).
     """
+    if b_max is not None:
+        bound = a_mag * int(b_max) * b.shape[-2]
+        return bound, _float_type(bound), None
     bound = a_mag * _PLANS.get(b, "colmax", lambda: _column_sums_max(b))
     if bound <= F32_EXACT:
         return bound, np.float32, None
@@ -153,7 +174,13 @@ def _plan(b: np.ndarray, a_mag: int):
     # Float32 runs are about twice as fast as one float64 GEMM, unless there are many.
     if runs is not None and len(runs) <= _MAX_RUNS:
         return bound, np.float32, runs
-    return bound, (np.float64 if bound < F64_EXACT else None), None
+    return bound, _float_type(bound), None
+
+
+def _float_type(bound: int):
+    if bound <= F32_EXACT:
+        return np.float32
+    return np.float64 if bound < F64_EXACT else None
 
 
 _MAX_RUNS = 16
@@ -163,7 +190,7 @@ def _as_python_ints(x: np.ndarray) -> np.ndarray:
     return np.frompyfunc(int, 1, 1)(x).astype(object)
 
 
-def matmul_exact(a, b, *, a_max: int | None = None):
+def matmul_exact(a, b, *, a_max: int | None = None, b_max: int | None = None):
     """The exact integer product ``a @ b`` (NumPy ``matmul`` broadcasting of batch axes).
 
     Formula on ℤ: ``out[..., m, n] = sum_k a[..., m, k] * b[..., k, n]``.
@@ -172,7 +199,9 @@ def matmul_exact(a, b, *, a_max: int | None = None):
     holding integers (not checked: callers gather integer data as float to feed BLAS without a
     conversion pass). The result is int64 when the bound below is ``<= 2**63 - 1``, else an
     object array of Python ints. ``a_max``: a bound on ``|a|`` the caller has proved (8-bit
-    dtypes give theirs; otherwise one scan finds it).
+    dtypes give theirs; otherwise one scan finds it). ``b_max``: a bound on ``|b|`` the caller
+    has proved; the proof below then uses ``C_n <= K * b_max`` and ``b`` is not scanned (for a
+    ``b`` that changes on every call, such as im2col columns).
 
     Proof. With ``A >= max|a|`` and ``C_n = sum_k |b[k, n]|``, every partial sum BLAS can form
     for output ``n``, in any order and over any subset of ``k``, is at most ``A * C_n`` in
@@ -207,7 +236,7 @@ def matmul_exact(a, b, *, a_max: int | None = None):
     a_mag = 0 if a.size == 0 or b.size == 0 else _magnitude(a, a_max)
     if a_mag == 0:
         return np.zeros(shape, dtype=np.int64)
-    bound, ftype, runs = _plan(b, a_mag)
+    bound, ftype, runs = _plan(b, a_mag, b_max)
     if bound == 0:
         return np.zeros(shape, dtype=np.int64)
     if ftype is None:

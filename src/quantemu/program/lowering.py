@@ -90,6 +90,11 @@ class LoweringContext:
         output; ``fields`` are the layer class's own parameters (``cls`` and ``node`` are
         positional-only, so a layer may have a field named ``node``).
         """
+        # A lowered layer's parameters never change: read-only arrays say so, and let
+        # intmath cache what it derives from weights (matmul_exact's exactness plan).
+        for value in fields.values():
+            if isinstance(value, np.ndarray) and value.flags.writeable:
+                value.setflags(write=False)
         return cls(
             name=node.name,
             op=op,

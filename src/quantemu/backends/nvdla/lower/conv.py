@@ -59,14 +59,15 @@ class ConvLayer(Layer):
     dense: bool  # Gemm: (N, K) in, (N, M) out
     needs_cacc: bool  # the int32 saturation can engage (B >= 2^31): sum through cacc()
     stages: tuple[SdpStage, ...]
-    # The GEMM's right operand (g, K/g, M/g), read-only and owning its data, so that
-    # matmul_exact keeps its exactness plan across runs.
+    # The GEMM's left operand (g, M/g, K/g) in the float type of the exactness bound, once.
     _kernel: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         m, cg, kh, kw = self.weights.shape
         g = self.attrs["group"]
-        kernel = np.array(self.weights.reshape(g, m // g, cg * kh * kw).transpose(0, 2, 1))
+        # float32 holds int8 exactly; matmul_exact picks float32 GEMMs (or runs of them) where
+        # its bound allows, so the columns are gathered in float32 too.
+        kernel = self.weights.reshape(g, m // g, cg * kh * kw).astype(np.float32)
         kernel.setflags(write=False)
         object.__setattr__(self, "_kernel", kernel)
 
@@ -87,42 +88,48 @@ class ConvLayer(Layer):
         codes = y.astype(np.int8)
         return LayerOutput(QTensor(codes, self.encoding), counters, {"acc": acc})
 
-    def _rows(self, x: np.ndarray, groups: int) -> tuple[np.ndarray, int, int]:
-        """im2col: ``(groups, N*OH*OW, C/groups * kh*kw)`` float32 (exact for int8 codes; zero
-        padding = code 0), in one copy laid out as the GEMM reads it."""
+    def _columns(self, x: np.ndarray) -> tuple[np.ndarray, int, int]:
+        """im2col: ``(N, C, kh*kw, OH*OW)`` in the kernel's float type (exact for int8 codes;
+        zero padding = code 0), in one copy laid out as the GEMM reads it."""
         a = self.attrs
         kh, kw = self.weights.shape[2:]
         view = sliding_windows(x, (kh, kw), strides=a["strides"], dilations=a["dilations"],
-                               pads=a["pads"], dtype=np.float32)  # fmt: skip
-        # (N, C, OH, OW, kh, kw) -> (g, N, OH, OW, C/g, kh, kw): one copy, K innermost
+                               pads=a["pads"], dtype=self._kernel.dtype)  # fmt: skip
         n, c, oh, ow = view.shape[:4]
-        view = view.reshape(n, groups, c // groups, oh, ow, kh, kw).transpose(1, 0, 3, 4, 2, 5, 6)
-        return view.reshape(groups, n * oh * ow, c // groups * kh * kw), oh, ow
+        cols = view.transpose(0, 1, 4, 5, 2, 3).reshape(n, c, kh * kw, oh * ow)
+        return cols, oh, ow
 
     def _accumulate(self, x: np.ndarray) -> np.ndarray:
         """Exact sums by one (grouped) GEMM; int64 ``(N, M, OH, OW)``."""
-        g, _, mg = self._kernel.shape
-        n = x.shape[0]
-        rows, oh, ow = self._rows(x, g)
-        # |x| <= 128 (int8 codes): matmul_exact's bound is B, the one fixed when lowering.
-        out = matmul_exact(rows, self._kernel, a_max=128)  # (g, N*P, M/g)
-        out = out.reshape(g, n, oh * ow, mg).transpose(1, 0, 3, 2)
-        return np.ascontiguousarray(out).reshape(n, g * mg, oh, ow)
+        g, mg, kg = self._kernel.shape
+        cols, oh, ow = self._columns(x)
+        n = cols.shape[0]
+        cols = cols.reshape(n, g, kg, oh * ow)
+        # The weights are matmul_exact's right operand (a transposed view of the read-only
+        # kernel), so its exactness plan comes from their column sums, once; the columns are
+        # read transposed by BLAS, without a copy.
+        kernel_t = self._kernel.transpose(0, 2, 1)  # (g, K/g, M/g)
+        if g == 1:
+            a, b = cols[:, 0].transpose(0, 2, 1), kernel_t[0]  # (N, P, K) @ (K, M)
+        else:
+            a, b = cols.transpose(0, 1, 3, 2), kernel_t  # (N, g, P, K/g) @ (g, K/g, M/g)
+        out = np.ascontiguousarray(matmul_exact(a, b, a_max=128).swapaxes(-1, -2))
+        return out.reshape(n, g * mg, oh, ow)
 
     def _partials(self, x: np.ndarray) -> np.ndarray:
         """CACC steps: sums over blocks of input channels, ``(J, N, M, OH, OW)`` int64."""
         m, c, kh, kw = self.weights.shape  # group == 1 on this path (checked when lowering)
         step = max(1, CACC_STEP // (kh * kw))
         j = -(-c // step)
-        n = x.shape[0]
-        rows, oh, ow = self._rows(x, 1)
-        rows = np.pad(rows.reshape(-1, c, kh * kw), ((0, 0), (0, j * step - c), (0, 0)))
-        rows = rows.reshape(-1, j, step * kh * kw).transpose(1, 0, 2)  # (J, N*P, Kc)
+        cols, oh, ow = self._columns(x)
+        n = cols.shape[0]
+        pad = ((0, 0), (0, j * step - c), (0, 0), (0, 0))
+        cols = np.pad(cols, pad).reshape(n, j, step * kh * kw, oh * ow)
         w = np.pad(self.weights, ((0, 0), (0, j * step - c), (0, 0), (0, 0)))
-        w = w.reshape(m, j, step * kh * kw).transpose(1, 2, 0)  # (J, Kc, M)
-        p = matmul_exact(rows, w, a_max=128)  # (J, N*P, M): each |sum| <= Kc * 2^14 <= 2^21
-        p = p.reshape(j, n, oh * ow, m).transpose(0, 1, 3, 2)
-        return np.ascontiguousarray(p).reshape(j, n, m, oh, ow)
+        w = w.reshape(m, j, step * kh * kw).transpose(1, 0, 2)  # (J, M, Kc)
+        # (N, J, M, P): each |sum| <= Kc * 2^14 <= 2^21
+        p = matmul_exact(w[None], cols, a_max=128, b_max=128)
+        return np.ascontiguousarray(p.transpose(1, 0, 2, 3)).reshape(j, n, m, oh, ow)
 
 
 def _filter_weights(w: np.ndarray, per_filter: bool) -> tuple[np.ndarray, np.ndarray]:
