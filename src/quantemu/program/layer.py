@@ -68,6 +68,8 @@ class Layer(abc.ABC):
             out = self.compute(list(inputs))
         except QuantemuError as exc:
             raise _rewrapped(exc, self.where()) from exc
+        except MemoryError:
+            raise  # the machine's limit, not a bug: its own message says so
         except Exception as exc:
             raise LayerError(
                 f"{self.where()}: {type(exc).__name__}: {exc} (a quantemu bug: please report it "

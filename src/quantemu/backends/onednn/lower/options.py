@@ -69,9 +69,10 @@ class Options(LoweringOptions):
 
     isa: Isa = Isa.AVX512_CORE_VNNI
     reduce_range: bool = False
-    conv_impl: Any = None
-    quantized_conv_impl: Any = None
-    linear_impl: Any = None
+    # A family for every layer, {node name: family}, or None (predicted).
+    conv_impl: ConvImpl | Mapping[str, ConvImpl] | None = None
+    quantized_conv_impl: QuantizedImpl | Mapping[str, QuantizedImpl] | None = None
+    linear_impl: QuantizedImpl | Mapping[str, QuantizedImpl] | None = None
     host_has_vbmi: bool = True
     threads: int = 1
     fallback: Fallback = Fallback.FLOAT
