@@ -6,15 +6,16 @@ implementations and the runner that checks the emulation against them), :mod:`qu
 (model import, graph passes, float reference executor), :mod:`quantemu.calibration` and
 :mod:`quantemu.simulate` (whole-model simulation).
 
-``quantemu.load_onnx``, ``quantemu.calibrate`` and ``quantemu.compile`` are loaded on first use,
-so ``import quantemu`` stays light (it does not import onnx).
+``quantemu.load_onnx``, ``quantemu.load_tflite``, ``quantemu.load_model`` (either format),
+``quantemu.calibrate`` and ``quantemu.compile`` are loaded on first use, so ``import quantemu``
+stays light (it does not import onnx).
 """
 
 from typing import Any
 
 from quantemu._version import __version__
 
-__all__ = ["__version__", "calibrate", "compile", "load_onnx"]
+__all__ = ["__version__", "calibrate", "compile", "load_model", "load_onnx", "load_tflite"]
 
 
 def __getattr__(name: str) -> Any:
@@ -22,6 +23,10 @@ def __getattr__(name: str) -> Any:
         from quantemu.graph.onnx_import import load_onnx  # noqa: PLC0415 (lazy: imports onnx)
 
         return load_onnx
+    if name in ("load_tflite", "load_model"):
+        from quantemu.graph import loading, tflite_import  # noqa: PLC0415 (lazy)
+
+        return tflite_import.load_tflite if name == "load_tflite" else loading.load_model
     if name == "calibrate":
         from quantemu.calibration.api import calibrate  # noqa: PLC0415 (lazy: imports onnx)
 

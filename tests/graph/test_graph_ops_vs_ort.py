@@ -123,7 +123,10 @@ BROADCASTS = [
 @pytest.mark.parametrize("args", BROADCASTS, ids=["same", "channel", "scalar", "both", "vector"])
 def test_binary(op, args):
     if op == "Div":  # keep divisors away from zero so the comparison is meaningful
-        args = [a if not isinstance(a, np.ndarray) else np.asarray(np.abs(a) + 0.5) for a in args]
+        args = [
+            a if not isinstance(a, np.ndarray) else np.asarray(np.abs(a) + 0.5, a.dtype)
+            for a in args
+        ]
         m, feeds = single(op, args)
         if "in1" in feeds:
             feeds["in1"] = np.abs(feeds["in1"]) + 0.5

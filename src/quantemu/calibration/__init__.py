@@ -23,6 +23,7 @@ from quantemu.calibration.datasets import (
     ImageOptions,
     load_dataset,
 )
+from quantemu.calibration.from_model import is_fully_quantized, ranges_from_model
 from quantemu.calibration.observers import (
     OBSERVERS,
     MinMaxObserver,
@@ -46,6 +47,8 @@ __all__ = [
     "PercentileObserver",
     "TensorRange",
     "calibrate",
+    "is_fully_quantized",
     "load_dataset",
     "make_observer",
+    "ranges_from_model",
 ]

@@ -22,9 +22,9 @@ def _graph(model: Any) -> Graph:
     if isinstance(model, Graph):
         return model
     if isinstance(model, str | os.PathLike | bytes):
-        from quantemu.graph.onnx_import import load_onnx  # noqa: PLC0415 (imports onnx)
+        from quantemu.graph.loading import load_model  # noqa: PLC0415 (imports onnx/tflite)
 
-        return load_onnx(model)
+        return load_model(model)
     raise InvalidInputError(
         f"calibrate expects a Graph or a model path, got {type(model).__name__}"
     )

@@ -28,7 +28,10 @@ from quantemu.graph.passes import DEFAULT_PIPELINE, PASSES, Pass, optimize, run_
 #: The ONNX operators the importer accepts (Constant, QuantizeLinear and DequantizeLinear are
 #: consumed by the importer itself and never reach the IR).
 SUPPORTED_OPS: tuple[str, ...] = tuple(
-    sorted({*OPS, "Constant", "Upsample", "QuantizeLinear", "DequantizeLinear"})
+    sorted(
+        {*OPS, "Constant", "Upsample", "QuantizeLinear", "DequantizeLinear"}
+        - {"Pad", "TfliteCustom"}  # IR operators only the TFLite importer builds
+    )
 )
 
 __all__ = [
@@ -45,7 +48,9 @@ __all__ = [
     "TensorInfo",
     "format_shape",
     "iter_float",
+    "load_model",
     "load_onnx",
+    "load_tflite",
     "optimize",
     "run_float",
     "run_passes",
@@ -59,4 +64,12 @@ def __getattr__(name: str) -> Any:
         from quantemu.graph.onnx_import import load_onnx  # noqa: PLC0415
 
         return load_onnx
+    if name == "load_tflite":
+        from quantemu.graph.tflite_import import load_tflite  # noqa: PLC0415
+
+        return load_tflite
+    if name == "load_model":
+        from quantemu.graph.loading import load_model  # noqa: PLC0415
+
+        return load_model
     raise AttributeError(f"module 'quantemu.graph' has no attribute {name!r}")

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from quantemu.errors import InvalidInputError
-from quantemu.program.encoding import Encoding, QTensor
+from quantemu.program.encoding import Encoding, LinearEncoding, QTensor
 from quantemu.program.layer import Layer
 
 
@@ -43,15 +43,29 @@ class RunResult:
     internals: Mapping[str, Mapping[str, np.ndarray]] = field(default_factory=dict)  # by layer
 
 
-def quantize_feeds(model: LoweredModel, feeds: Mapping[str, np.ndarray]) -> dict[str, QTensor]:
-    """The graph inputs as the target's codes, or a clear error for a missing or non-float feed."""
+def quantize_feeds(
+    model: LoweredModel, feeds: Mapping[str, np.ndarray | QTensor]
+) -> dict[str, QTensor]:
+    """The graph inputs as the target's codes, or a clear error for a missing or bad feed.
+
+    A feed is float data (quantized here as the target does) or a :class:`QTensor`: integer
+    codes with the quantization they were made with (a pre-quantized model's input codes). Codes
+    whose quantization is the target's own are taken as they are; others are dequantized and
+    quantized again.
+    """
     tensors: dict[str, QTensor] = {}
     for name, encoding in model.input_encodings.items():
         if name not in feeds:
             raise InvalidInputError(
                 f"input {name!r} is missing; the model takes {', '.join(model.input_encodings)}"
             )
-        x = np.asarray(feeds[name])
+        feed = feeds[name]
+        if isinstance(feed, QTensor):
+            if _same_linear(feed.encoding, encoding):
+                tensors[name] = QTensor(feed.codes, encoding)
+                continue
+            feed = feed.dequantize()
+        x = np.asarray(feed)
         if x.dtype.kind != "f":
             raise InvalidInputError(
                 f"input {name!r} has dtype {x.dtype}; pass float data as the float model takes it "
@@ -59,6 +73,18 @@ def quantize_feeds(model: LoweredModel, feeds: Mapping[str, np.ndarray]) -> dict
             )
         tensors[name] = QTensor(encoding.target_quantize(x.astype(np.float32)), encoding)
     return tensors
+
+
+def _same_linear(a: Encoding, b: Encoding) -> bool:
+    return (
+        isinstance(a, LinearEncoding)
+        and isinstance(b, LinearEncoding)
+        and a.dtype == b.dtype
+        and a.axis is None
+        and b.axis is None
+        and np.array_equal(np.float64(a.scale), np.float64(b.scale))
+        and np.array_equal(np.int64(a.zero_point), np.int64(b.zero_point))
+    )
 
 
 def run_lowered(model: LoweredModel, outputs: tuple[str, ...], feeds: Mapping[str, np.ndarray]):

@@ -17,10 +17,11 @@ import numpy as np
 
 from quantemu._version import __version__
 from quantemu.backends.registry import backend_spec
+from quantemu.calibration.from_model import FROM_MODEL, is_fully_quantized, ranges_from_model
 from quantemu.calibration.ranges import CalibrationRanges
 from quantemu.errors import InvalidInputError
 from quantemu.graph import Graph, optimize
-from quantemu.program import LoweredModel, RunResult, run_lowered
+from quantemu.program import LinearEncoding, LoweredModel, QTensor, RunResult, run_lowered
 from quantemu.simulate.evaluate import Evaluation, evaluate
 
 
@@ -39,19 +40,29 @@ class Program:
         return {
             "backend": self.backend,
             **{str(k): str(v) for k, v in self.lowered.header.items()},
-            "calibration": f"{self.ranges.observer}, {self.ranges.samples} samples",
+            "calibration": (
+                "the model's own quantization"
+                if self.ranges.observer == FROM_MODEL
+                else f"{self.ranges.observer}, {self.ranges.samples} samples"
+            ),
             "quantemu": __version__,
         }
 
     def check_input(self, x) -> np.ndarray:
-        """``x`` as the float32 batch the model's single input takes, or a clear error."""
+        """``x`` as the batch the model's single input takes, or a clear error.
+
+        Float data is returned as float32. Integer data must be the model's own input codes (a
+        pre-quantized model's input dtype, e.g. int8) and is returned as it is.
+        """
         if len(self.graph.inputs) != 1:
             raise InvalidInputError(
                 f"the model has {len(self.graph.inputs)} inputs; pass a dict to run_feeds()"
             )
         info = self.graph.inputs[0]
         x = np.asarray(x)
-        if x.dtype.kind != "f":
+        if x.dtype.kind in "iu":
+            self._input_encoding(x.dtype)
+        elif x.dtype.kind != "f":
             raise InvalidInputError(
                 f"input {info.name!r}: expected float data (as the float model takes it), got "
                 f"dtype {x.dtype}; normalize it as the model expects and pass float32"
@@ -64,12 +75,31 @@ class Program:
             raise InvalidInputError(
                 f"input {info.name!r}: expected shape {_shape_text(expected)}, got {tuple(x.shape)}"
             )
-        return x.astype(np.float32, copy=False)
+        return x if x.dtype.kind in "iu" else x.astype(np.float32, copy=False)
+
+    def _input_encoding(self, dtype: np.dtype) -> LinearEncoding:
+        """The model's own quantization of its input, which integer input codes are in."""
+        info = self.graph.inputs[0]
+        ov = self.graph.quant_overrides.get(info.name)
+        if ov is None or np.dtype(ov.dtype) != dtype:
+            own = f"its codes are {ov.dtype}" if ov is not None else "it takes float data"
+            raise InvalidInputError(
+                f"input {info.name!r}: got integer data of dtype {dtype}, but {own}; pass the "
+                "model's own input codes, or float data as the float model takes it"
+            )
+        return LinearEncoding(float(ov.scale), int(ov.zero_point), dtype=ov.dtype)
+
+    def float_input(self, x: np.ndarray) -> np.ndarray:
+        """The float values of a checked batch (integer codes are dequantized)."""
+        if x.dtype.kind in "iu":
+            return self._input_encoding(x.dtype).dequantize(x).astype(np.float32)
+        return x
 
     def run(self, x) -> RunResult:
         """Run one batch ``x`` through the integer program; every tensor is kept."""
         x = self.check_input(x)
-        return run_lowered(self.lowered, self.graph.outputs, {self.graph.inputs[0].name: x})
+        feed = QTensor(x, self._input_encoding(x.dtype)) if x.dtype.kind in "iu" else x
+        return run_lowered(self.lowered, self.graph.outputs, {self.graph.inputs[0].name: feed})
 
     def run_feeds(self, feeds: Mapping[str, np.ndarray]) -> RunResult:
         """Run a model with several inputs (name -> float array)."""
@@ -91,9 +121,9 @@ def _shape_text(shape) -> str:
 def _load(model) -> Graph:
     if isinstance(model, Graph):
         return model
-    from quantemu.graph.onnx_import import load_onnx  # noqa: PLC0415 (imports onnx)
+    from quantemu.graph.loading import load_model  # noqa: PLC0415 (imports onnx/tflite)
 
-    return load_onnx(model)
+    return load_model(model)
 
 
 def compile_model(
@@ -107,10 +137,11 @@ def compile_model(
     progress: bool | None = None,
     **options: Any,
 ) -> Program:
-    """Lower ``model`` (a Graph or an ONNX path) onto ``backend`` (see the module docstring).
+    """Lower ``model`` (a Graph, an ONNX or a TFLite path) onto ``backend`` (module docstring).
 
     ``calib``: calibration data (anything ``quantemu.calibrate`` accepts); not needed when
-    precomputed ``calibration`` ranges are given. ``options`` go to the backend's lowering
+    precomputed ``calibration`` ranges are given, nor for a fully quantized model (an int8
+    TFLite file), whose own quantization is used. ``options`` go to the backend's lowering
     (e.g. ``isa="avx2"`` for onednn, ``model="device"`` for xs3: ``model`` is positional-only
     here so that backend options may use the name); unknown ones are errors.
     """
@@ -120,6 +151,8 @@ def compile_model(
     opts = spec.parse_options(options)
     graph = optimize(_load(model))
     ranges = calibration
+    if ranges is None and calib is None and is_fully_quantized(graph):
+        ranges = ranges_from_model(graph)  # an int8 TFLite model fixes every quantization
     if ranges is None:
         if calib is None:
             raise InvalidInputError(

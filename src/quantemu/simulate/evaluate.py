@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from quantemu.errors import InvalidInputError
+from quantemu.program import RunResult
 from quantemu.simulate.metrics import LayerAccumulator, top1
 
 
@@ -96,10 +97,13 @@ def evaluate(
     *,
     batch_size: int = 128,
     on_batch: Callable[[int], None] | None = None,
+    on_result: Callable[[RunResult], None] | None = None,
 ) -> Evaluation:
     """Run ``x`` (one array: the model's single input, batch first) through both models.
 
-    ``on_batch(n)`` is called after each batch with its size (progress bars).
+    ``x`` is float data, or the model's own integer input codes for a pre-quantized model.
+    ``on_batch(n)`` is called after each batch with its size (progress bars); ``on_result`` with
+    each batch's :class:`~quantemu.program.RunResult` (to keep the target's output codes).
     """
     x = program.check_input(x)
     labels = _check_labels(labels, x.shape[0])
@@ -110,8 +114,10 @@ def evaluate(
     float_pred, backend_pred = [], []
     for start in range(0, x.shape[0], batch_size):
         batch = x[start : start + batch_size]
-        reference = program.graph.run_float(batch, intermediates=True)
+        reference = program.graph.run_float(program.float_input(batch), intermediates=True)
         result = program.run(batch)
+        if on_result is not None:
+            on_result(result)
         for layer in program.lowered.layers:
             acc[layer.name].update(
                 result.tensors[layer.output], reference[layer.output], result.counters[layer.name]

@@ -10,13 +10,13 @@ from tests.graph.onnx_models import model, weights
 
 import quantemu
 from quantemu.backends import xs3
-from quantemu.backends.xs3.lower import lower
-from quantemu.backends.xs3.lower.quantization import (
+from quantemu.backends.tflite.quantize import (
     activation_params,
     bias_scales,
     quantize_bias,
     quantize_weights,
 )
+from quantemu.backends.xs3.lower import lower
 from quantemu.calibration.ranges import CalibrationRanges, TensorRange
 from quantemu.data import demo_dataset, demo_model_path
 from quantemu.errors import InvalidInputError, UnsupportedError

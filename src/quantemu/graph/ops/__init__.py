@@ -7,7 +7,7 @@ when it is missing.
 from __future__ import annotations
 
 from quantemu.errors import UnsupportedError
-from quantemu.graph.ops import activation, conv, linear, normalize, pool, resize, tensor
+from quantemu.graph.ops import activation, conv, custom, linear, normalize, pool, resize, tensor
 from quantemu.graph.ops._spec import OPS, OpSpec
 
 __all__ = [
@@ -15,6 +15,7 @@ __all__ = [
     "OpSpec",
     "activation",
     "conv",
+    "custom",
     "linear",
     "normalize",
     "pool",

@@ -81,7 +81,9 @@ def _run_softmax(attrs: Attrs, inputs: Sequence[np.ndarray | None]) -> list[np.n
     if attrs["coerce_2d"]:
         x = x.reshape(int(np.prod(shape[:axis])), -1)
         axis = 1
-    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    # ``beta`` (TFLite's SOFTMAX; ONNX has none, so 1.0 when absent) scales the logits.
+    beta = np.float32(attrs.get("beta", 1.0))
+    e = np.exp(beta * (x - x.max(axis=axis, keepdims=True)))
     y = e / e.sum(axis=axis, keepdims=True)
     return [y.reshape(shape).astype(np.float32, copy=False)]
 

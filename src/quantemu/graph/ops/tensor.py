@@ -123,7 +123,29 @@ def _run_concat(attrs: Attrs, inputs: Sequence[np.ndarray | None]) -> list[np.nd
     return [np.concatenate(list(inputs), axis=attrs["axis"])]
 
 
+def _infer_pad(node: Node, infos: Sequence[TensorInfo | None]) -> list[Shape]:
+    x = data(node, infos, 0)
+    pads = node.attrs["pads"]
+    if len(pads) != 2 * x.rank or any(p < 0 for p in pads):
+        raise fail(node, f"pads {pads} must be 2 x rank {x.rank} non-negative amounts")
+    return [
+        tuple(
+            d + b + e if known(d) else d
+            for d, b, e in zip(x.shape, pads, pads[x.rank :], strict=False)
+        )
+    ]
+
+
+def _run_pad(attrs: Attrs, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
+    x = inputs[0]
+    pads = attrs["pads"]
+    widths = list(zip(pads[: x.ndim], pads[x.ndim :], strict=True))
+    return [np.pad(x, widths, constant_values=np.float32(attrs["value"]))]
+
+
 register("Flatten", _infer_flatten, _run_flatten)
 register("Reshape", _infer_reshape, _run_reshape)
 register("Transpose", _infer_transpose, _run_transpose)
+# Pad (constant mode only): ``pads`` in ONNX order (all begins, then all ends), ``value``.
+register("Pad", _infer_pad, _run_pad)
 register("Concat", _infer_concat, _run_concat, inputs=(1, 1 << 20))

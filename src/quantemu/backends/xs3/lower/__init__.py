@@ -35,16 +35,16 @@ lib_nn layer views its input channels-last, as lib_nn reads it. Options: :class:
 
 from __future__ import annotations
 
-from quantemu.backends.xs3.lower.context import Xs3Context
-from quantemu.backends.xs3.lower.fallback import FALLBACK_OPS
-from quantemu.backends.xs3.lower.options import Options
-from quantemu.backends.xs3.lower.quantization import (
+from quantemu.backends.tflite.quantize import (
     activation_params,
     bias_scales,
     int8_encoding,
     quantize_bias,
     quantize_weights,
 )
+from quantemu.backends.xs3.lower.context import Xs3Context
+from quantemu.backends.xs3.lower.fallback import FALLBACK_OPS
+from quantemu.backends.xs3.lower.options import Options
 from quantemu.backends.xs3.lower.rules import RULES
 from quantemu.graph.ir import Graph
 from quantemu.program import LoweredModel

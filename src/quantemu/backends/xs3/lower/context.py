@@ -12,13 +12,13 @@ from typing import ClassVar
 
 import numpy as np
 
-from quantemu.backends.xs3.lower.options import Options
-from quantemu.backends.xs3.lower.quantization import (
+from quantemu.backends.tflite.quantize import (
     FIXED_OUTPUT,
     activation_params,
     int8_encoding,
     override_activation,
 )
+from quantemu.backends.xs3.lower.options import Options
 from quantemu.errors import InvalidInputError, UnsupportedError
 from quantemu.graph.ir import Node
 from quantemu.program import LinearEncoding

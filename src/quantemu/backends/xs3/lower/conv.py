@@ -25,6 +25,14 @@ from typing import Any
 
 import numpy as np
 
+from quantemu.backends.tflite.quantize import (
+    ActivationRange,
+    activation_range,
+    bias_scales,
+    override_weights,
+    quantize_bias,
+    quantize_weights,
+)
 from quantemu.backends.xs3.conv import (
     VLMACCR_BYTES,
     conv2d_1x1,
@@ -34,14 +42,6 @@ from quantemu.backends.xs3.conv import (
 )
 from quantemu.backends.xs3.fc import fully_connected_8
 from quantemu.backends.xs3.lower.context import Xs3Context
-from quantemu.backends.xs3.lower.quantization import (
-    ActivationRange,
-    activation_range,
-    bias_scales,
-    override_weights,
-    quantize_bias,
-    quantize_weights,
-)
 from quantemu.backends.xs3.params import ConvParams, Window, YParams
 from quantemu.backends.xs3.quantize import derive_bso
 from quantemu.errors import InvalidInputError, UnsupportedError

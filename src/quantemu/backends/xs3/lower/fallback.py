@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from quantemu.backends.tflite.quantize import TfliteInt8Encoding
 from quantemu.backends.xs3.lower.context import Xs3Context
-from quantemu.backends.xs3.lower.quantization import TfliteInt8Encoding
 from quantemu.errors import UnsupportedError
 from quantemu.graph.ir import Node
 from quantemu.program import Layer

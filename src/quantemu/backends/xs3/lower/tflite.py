@@ -28,14 +28,14 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from quantemu.backends.xs3.lower.context import Xs3Context
-from quantemu.backends.xs3.lower.pool import PoolGeometry
-from quantemu.backends.xs3.lower.quantization import (
+from quantemu.backends.tflite.quantize import (
     ActivationRange,
     activation_params,
     activation_range,
     int8_encoding,
 )
+from quantemu.backends.xs3.lower.context import Xs3Context
+from quantemu.backends.xs3.lower.pool import PoolGeometry
 from quantemu.errors import UnsupportedError
 from quantemu.graph.ir import Node
 from quantemu.intmath import (

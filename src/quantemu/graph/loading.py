@@ -1,0 +1,45 @@
+"""One entry point for model files: ONNX or TFLite, chosen by the file itself."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from quantemu.errors import InvalidInputError
+from quantemu.graph.ir import Graph
+
+#: The suffixes :func:`load_model` reads, for messages.
+MODEL_SUFFIXES = (".onnx", ".tflite")
+
+
+def is_tflite(source: Any) -> bool:
+    """True for TFLite bytes (file identifier ``TFL3``) or a path to such a file."""
+    if isinstance(source, bytes | bytearray | memoryview):
+        return bytes(source[4:8]) == b"TFL3"
+    if isinstance(source, str | Path):
+        path = Path(source)
+        if path.suffix == ".tflite":
+            return True
+        try:
+            with path.open("rb") as f:
+                return f.read(8)[4:8] == b"TFL3"
+        except OSError:
+            return False
+    return False
+
+
+def load_model(source: Any) -> Graph:
+    """A :class:`Graph` from an ONNX or TFLite model (path, bytes, or ``onnx.ModelProto``)."""
+    if isinstance(source, Graph):
+        return source
+    if is_tflite(source):
+        from quantemu.graph.tflite_import import load_tflite  # noqa: PLC0415 (imports tflite)
+
+        return load_tflite(source)
+    if isinstance(source, str | Path) and not Path(source).exists():
+        raise InvalidInputError(
+            f"model file {source} does not exist (models: {', '.join(MODEL_SUFFIXES)} files)"
+        )
+    from quantemu.graph.onnx_import import load_onnx  # noqa: PLC0415 (imports onnx)
+
+    return load_onnx(source)
