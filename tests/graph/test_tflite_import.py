@@ -94,7 +94,7 @@ def test_not_a_tflite_file(tmp_path):
 @pytest.mark.parametrize("keep", [16, 200, 2000])
 def test_truncated_file(tmp_path, keep):
     data = (DATA / "mlp.int8.tflite").read_bytes()
-    with pytest.raises(InvalidInputError, match="malformed or truncated|beyond the end|holds"):
+    with pytest.raises(InvalidInputError, match=r"malformed or truncated|beyond the end|holds"):
         load_tflite(data[:keep])
 
 
