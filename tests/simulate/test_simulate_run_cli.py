@@ -159,7 +159,9 @@ def test_run_unknown_backend_is_an_argparse_error(capsys):
 
 
 def test_run_needs_calibration_data(capsys):
-    code, _, err = _run(capsys, "model.onnx", "--backend", "xs3")
+    from quantemu.data import demo_model_path
+
+    code, _, err = _run(capsys, str(demo_model_path()), "--backend", "xs3")
     assert code == 2 and "--calib DATA is required" in err
 
 

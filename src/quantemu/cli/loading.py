@@ -41,10 +41,10 @@ def resolve_model(text: str) -> Path:
 
 def load_model(text: str, *, optimize: bool = True) -> Graph:
     """The model MODEL names, imported and (unless ``optimize`` is False) optimized."""
-    from quantemu.graph.onnx_import import load_onnx
+    from quantemu.graph.loading import load_model as load_graph
     from quantemu.graph.passes import optimize as optimize_graph
 
-    graph = load_onnx(resolve_model(text))
+    graph = load_graph(resolve_model(text))
     return optimize_graph(graph) if optimize else graph
 
 
@@ -67,6 +67,42 @@ def load_array(source: Any, key: str | None, what: str) -> np.ndarray:
     if isinstance(batch, dict):
         raise InvalidInputError(f"{what}: quantemu run evaluates single-input models")
     return batch
+
+
+def load_samples(source: str, key: str | None, what: str, graph: Graph) -> np.ndarray:
+    """Samples for ``--eval``: float data, or the model's own integer input codes.
+
+    Integer data is kept as it is when the model's (single) input is quantized with that dtype
+    (an int8 TFLite model takes int8 codes); otherwise it goes through :func:`load_array`, whose
+    error says to pass float data.
+    """
+    path = Path(source)
+    if path.suffix in (".npy", ".npz") and path.is_file():
+        raw = _raw_array(path, key)
+        ov = graph.quant_overrides.get(graph.inputs[0].name) if len(graph.inputs) == 1 else None
+        if raw is not None and raw.dtype.kind in "iu" and ov is not None:
+            if raw.dtype != np.dtype(ov.dtype):
+                raise InvalidInputError(
+                    f"{what}: integer data of dtype {raw.dtype}, but the model's input codes are "
+                    f"{ov.dtype}; pass {ov.dtype} codes or float data"
+                )
+            return raw
+    return load_array(source, key, what)
+
+
+def _raw_array(path: Path, key: str | None) -> np.ndarray | None:
+    """The array a .npy/.npz file holds (the only one, or ``key``), without conversion."""
+    try:
+        loaded = np.load(path, allow_pickle=False)
+    except (OSError, ValueError):
+        return None  # load_array reports it
+    if isinstance(loaded, np.ndarray):
+        return loaded
+    with loaded as archive:
+        if key is not None:
+            return archive.get(key)
+        keys = list(archive.keys())
+        return archive[keys[0]] if len(keys) == 1 else None
 
 
 def load_labels(labels: str, eval_path: str | None, samples: int) -> np.ndarray:
@@ -127,7 +163,10 @@ def _npz_key(path: Path, key: str, what: str) -> np.ndarray:
 
 
 def check_data(graph: Graph, x: np.ndarray, what: str) -> None:
-    """A clear error when ``x`` does not fit the model's single input (dtype, shape)."""
+    """A clear error when ``x`` does not fit the model's single input (dtype, shape).
+
+    Integer codes (see :func:`load_samples`) are checked as their dequantized values.
+    """
     from quantemu.graph.executor import bind_inputs
 
     if len(graph.inputs) != 1:
@@ -135,6 +174,8 @@ def check_data(graph: Graph, x: np.ndarray, what: str) -> None:
             f"the model has {len(graph.inputs)} inputs; quantemu run takes single-input models "
             "(use the Python API, Program.run_feeds, for others)"
         )
+    if x.dtype.kind in "iu":
+        x = x.astype(np.float32)
     try:
         bind_inputs(graph, x[:1])
     except QuantemuError as exc:

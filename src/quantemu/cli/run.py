@@ -19,10 +19,18 @@ from quantemu.backends.registry import known_backends
 from quantemu.calibration.observers import OBSERVERS
 from quantemu.cli.argtypes import positive_int
 from quantemu.cli.console import INPUT_ERROR, USAGE_ERROR, fail, stderr_console, stdout_console
-from quantemu.cli.loading import DEMO, check_data, demo_split, load_array, load_labels, load_model
+from quantemu.cli.loading import (
+    DEMO,
+    check_data,
+    demo_split,
+    load_array,
+    load_labels,
+    load_model,
+    load_samples,
+)
 from quantemu.cli.options import check_options, isa_backends, options_help, parse_options
-from quantemu.cli.simulation import print_outcome, simulate, write_outputs
-from quantemu.errors import QuantemuError
+from quantemu.cli.simulation import print_outcome, save_outputs, simulate, write_outputs
+from quantemu.errors import InvalidInputError, QuantemuError
 
 _DESCRIPTION = """\
 Quantize MODEL for an inference target the way the target's toolchain does, run it with the
@@ -30,12 +38,21 @@ target's exact integer arithmetic, and compare it layer by layer with the float 
 cosine, error in output LSBs, every counter the target keeps (accumulator and output saturation,
 pair saturation, LUT under/overflow), and top-1 accuracy when labels are given.
 
-MODEL is a .onnx file or 'demo' (the built-in digits CNN; for it --calib defaults to the bundled
-calibration split and --eval/--labels to the bundled test split).
+MODEL is a .onnx file, an int8 .tflite file (or an XMOS-compiled .xcore.tflite), or 'demo' (the
+built-in digits CNN; for it --calib defaults to the bundled calibration split and --eval/--labels
+to the bundled test split). A pre-quantized model (an int8 TFLite file) needs no --calib: its own
+quantization is used.
 
 DATA (--calib, --eval) is a .npy file or a .npz file (--calib-key/--eval-key select the array;
 default: the only array, or the first of x, inputs, input, images, data) holding float samples
-along axis 0, normalized as the model expects. Without --eval the calibration data is evaluated.
+along axis 0, normalized as the model expects; for a pre-quantized model --eval may also hold its
+own integer input codes (e.g. int8, NHWC for a TFLite model). Without --eval the calibration data
+is evaluated.
+
+--save-outputs OUT.npz writes, for each graph output, the integer codes the target produced,
+stacked over the samples, in the model's own layout (NHWC for TFLite), named by output.
+--against BACKEND2 also runs BACKEND2 and reports, per layer, where and by how many LSB the two
+targets' codes disagree.
 
 LABELS is a .npy file of integer class labels (one per --eval sample), a .npz file (its only
 array, or the first of y, labels, label, targets), or the name of an array inside the --eval .npz
@@ -54,6 +71,10 @@ pip install 'quantemu[report]'). --json writes strict JSON; a non-finite number 
 layer equal to the float model is +inf) is written as the string "inf", "-inf" or "nan"."""
 
 
+class MissingCalibrationError(InvalidInputError):
+    """No --calib for a model that needs it (a usage error)."""
+
+
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add the ``run`` subcommand; its ``run`` default is :func:`run`."""
     p = subparsers.add_parser(
@@ -64,7 +85,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("model", metavar="MODEL", help="a .onnx file, or 'demo'")
+    p.add_argument("model", metavar="MODEL", help="a .onnx or .tflite file, or 'demo'")
     p.add_argument(
         "--backend",
         required=True,
@@ -87,6 +108,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         metavar="KEY=VALUE",
         help="a lowering option, or BACKEND.KEY=VALUE (repeatable; see above)",
     )
+    p.add_argument(
+        "--save-outputs", metavar="OUT.npz", help="write the output codes of every sample"
+    )
+    p.add_argument(
+        "--against",
+        metavar="BACKEND2",
+        choices=known_backends(),
+        help="compare the codes of every layer with another backend",
+    )
     p.add_argument("--observer", choices=OBSERVERS, default="minmax", help="default: minmax")
     p.add_argument("--report", metavar="FILE.html", help="write the HTML report (matplotlib)")
     p.add_argument("--json", metavar="FILE.json", help="write the results as JSON (- for stdout)")
@@ -101,23 +131,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def run(args: argparse.Namespace) -> int:
     """Simulate as ``args`` asks; return the exit status."""
-    if args.calib is None and args.model != DEMO:
-        return fail("run", "--calib DATA is required (except for the demo model)", USAGE_ERROR)
-    if args.labels is not None and args.eval is None:
-        return fail("run", "--labels needs --eval DATA (the samples they label)", USAGE_ERROR)
     backends = known_backends() if args.backend == "all" else [args.backend]
     try:
-        if args.report:
-            from quantemu.report import require_matplotlib
-
-            require_matplotlib()
-        options = parse_options(args.option, backends, args.isa)
-        check_options(options)  # every backend's options, before anything is calibrated
+        options = _check_usage(args, backends)
     except QuantemuError as exc:
         return fail("run", str(exc), USAGE_ERROR)
     status = stderr_console(args.quiet)
     try:
         graph, calib, x, labels = _inputs(args)
+    except MissingCalibrationError as exc:
+        return fail("run", str(exc), USAGE_ERROR)
+    except QuantemuError as exc:
+        return fail("run", str(exc), INPUT_ERROR)
+    try:
         outcome = simulate(
             graph,
             backends,
@@ -130,31 +156,90 @@ def run(args: argparse.Namespace) -> int:
             progress=not args.quiet and sys.stderr.isatty(),
             keep_going=args.backend == "all",
             status=status,
+            keep_outputs=bool(args.save_outputs),
         )
+        disagreement = _against(args, (graph, calib, x), options, status) if args.against else None
     except QuantemuError as exc:
         return fail("run", str(exc), INPUT_ERROR)
     if args.json != "-":  # stdout holds the JSON document then
         layers, compare = not args.no_layers, args.backend == "all"
         print_outcome(outcome, stdout_console(), tables=True, layers=layers, compare=compare)
+        if disagreement is not None:
+            from quantemu.report.against import print_against
+
+            print_against(disagreement, stdout_console())
     model = DEMO if args.model == DEMO else Path(args.model).name
     try:
         write_outputs(outcome, report=args.report, json_path=args.json, model=model, status=status)
+        if args.save_outputs and args.backend in outcome.outputs:
+            save_outputs(args.save_outputs, outcome.outputs[args.backend], status)
     except OSError as exc:
         return fail("run", f"cannot write {exc.filename}: {exc.strerror}", USAGE_ERROR)
     return INPUT_ERROR if outcome.errors else 0
 
 
+def _check_usage(args: argparse.Namespace, backends: list[str]) -> dict:
+    """Option combinations and every backend's options, before anything is loaded."""
+    if args.labels is not None and args.eval is None:
+        raise InvalidInputError("--labels needs --eval DATA (the samples they label)")
+    if args.backend == "all" and (args.save_outputs or args.against):
+        raise InvalidInputError("--save-outputs and --against take one --backend")
+    if args.report:
+        from quantemu.report import require_matplotlib
+
+        require_matplotlib()
+    options = parse_options(args.option, backends, args.isa)
+    if args.against:
+        options = {**options, **parse_options(args.option, [args.against], args.isa)}
+    check_options(options)  # every backend's options, before anything is calibrated
+    return options
+
+
+def _against(args, data, options, status):
+    """Run ``--against``'s backend on the same data and compare the codes layer by layer."""
+    from quantemu.simulate.against import compare_backends
+
+    graph, calib, x = data
+    if status is not None:
+        status.print(f"comparing {args.backend} with {args.against} ...", highlight=False)
+    return compare_backends(
+        graph,
+        (args.backend, args.against),
+        calib,
+        x,
+        options=options,
+        observer=args.observer,
+        batch_size=args.batch_size,
+    )
+
+
 def _inputs(args: argparse.Namespace):
-    """The optimized graph, calibration data, evaluation data and labels (checked)."""
+    """The optimized graph, calibration data (``None`` for a pre-quantized model without
+    --calib), evaluation data and labels (checked)."""
+    from quantemu.calibration import is_fully_quantized
+
     graph = load_model(args.model)
-    if args.calib is None:
-        calib = demo_split("calib")[0]
-    else:
+    if args.calib is not None:
         calib = load_array(args.calib, args.calib_key, f"--calib {args.calib}")
-    check_data(graph, calib, f"--calib {args.calib or '(demo calibration split)'}")
+    elif args.model == DEMO:
+        calib = demo_split("calib")[0]
+    elif is_fully_quantized(graph):
+        calib = None
+        if args.eval is None:
+            raise MissingCalibrationError(
+                "--eval DATA is required: a pre-quantized model runs without --calib, but then "
+                "there is no data to evaluate"
+            )
+    else:
+        raise MissingCalibrationError(
+            "--calib DATA is required: the model is not fully quantized (only the demo model and "
+            "pre-quantized models such as int8 TFLite files run without it)"
+        )
+    if calib is not None:
+        check_data(graph, calib, f"--calib {args.calib or '(demo calibration split)'}")
     labels = None
     if args.eval is not None:
-        x = load_array(args.eval, args.eval_key, f"--eval {args.eval}")
+        x = load_samples(args.eval, args.eval_key, f"--eval {args.eval}", graph)
         check_data(graph, x, f"--eval {args.eval}")
         if args.labels is not None:
             labels = load_labels(args.labels, args.eval, x.shape[0])

@@ -34,12 +34,13 @@ class Outcome:
     evaluations: list[Evaluation] = field(default_factory=list)
     timings: dict[str, tuple[float, float]] = field(default_factory=dict)  # compile s, eval s
     errors: dict[str, str] = field(default_factory=dict)
+    outputs: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # backend -> codes
 
 
 def simulate(
     graph: Graph,
     backends: Sequence[str],
-    calib: np.ndarray,
+    calib: np.ndarray | None,
     x: np.ndarray,
     labels: np.ndarray | None,
     *,
@@ -49,17 +50,25 @@ def simulate(
     progress: bool = False,
     keep_going: bool = False,
     status: Console | None = None,
+    keep_outputs: bool = False,
 ) -> Outcome:
     """Calibrate ``graph`` once, then compile and evaluate it on every backend.
 
     ``options``: ``{backend: {key: value or text}}`` for each backend's lowering. With
     ``keep_going`` a backend that fails is recorded in ``Outcome.errors`` and the others still
-    run; otherwise the error propagates.
+    run; otherwise the error propagates. ``calib`` may be ``None`` for a fully quantized model
+    (an int8 TFLite file), whose own quantization is used. With ``keep_outputs`` the integer
+    codes of every graph output, over all samples, are kept in ``Outcome.outputs``.
     """
-    from quantemu.calibration.api import calibrate
+    from quantemu.calibration import calibrate, ranges_from_model
     from quantemu.simulate.compile import compile_model
 
-    ranges = calibrate(graph, calib, observer=observer, batch_size=batch_size, progress=progress)
+    if calib is None:
+        ranges = ranges_from_model(graph)
+    else:
+        ranges = calibrate(
+            graph, calib, observer=observer, batch_size=batch_size, progress=progress
+        )
     outcome = Outcome(backends=list(backends))
     for backend in backends:
         try:
@@ -68,8 +77,22 @@ def simulate(
                 graph, backend, None, calibration=ranges, **(options or {}).get(backend, {})
             )
             compiled = time.perf_counter()
+            codes: dict[str, list[np.ndarray]] = {name: [] for name in graph.outputs}
+
+            def keep(result, codes=codes) -> None:
+                for name, parts in codes.items():
+                    parts.append(np.asarray(result.tensors[name].codes))
+
             with progress_bar(progress, f"simulating on {backend}", x.shape[0]) as advance:
-                evaluation = program.evaluate(x, labels, batch_size=batch_size, on_batch=advance)
+                evaluation = program.evaluate(
+                    x,
+                    labels,
+                    batch_size=batch_size,
+                    on_batch=advance,
+                    on_result=keep if keep_outputs else None,
+                )
+            if keep_outputs:
+                outcome.outputs[backend] = {k: np.concatenate(v) for k, v in codes.items()}
             done = time.perf_counter()
         except QuantemuError as exc:
             if not keep_going:
@@ -125,3 +148,12 @@ def write_outputs(
         write_json(outcome.evaluations, json_path, model=model, errors=outcome.errors)
         if status is not None and json_path != "-":
             status.print(f"wrote the JSON results to {json_path}", highlight=False)
+
+
+def save_outputs(path: str, outputs: Mapping[str, np.ndarray], status: Console | None) -> None:
+    """Write the output codes (name -> codes stacked over the samples) to ``path`` (.npz)."""
+    with open(path, "wb") as f:  # a path without .npz is written as given
+        np.savez(f, **outputs)
+    if status is not None:
+        shapes = ", ".join(f"{k} {v.shape} {v.dtype}" for k, v in outputs.items())
+        status.print(f"wrote the output codes to {path}: {shapes}", highlight=False)

@@ -105,9 +105,14 @@ class Program:
         """Run a model with several inputs (name -> float array)."""
         return run_lowered(self.lowered, self.graph.outputs, feeds)
 
-    def evaluate(self, x, labels=None, *, batch_size: int = 128, on_batch=None) -> Evaluation:
-        """Per-layer SQNR, cosine, LSB error and counters against the float model."""
-        return evaluate(self, x, labels, batch_size=batch_size, on_batch=on_batch)
+    def evaluate(
+        self, x, labels=None, *, batch_size: int = 128, on_batch=None, on_result=None
+    ) -> Evaluation:
+        """Per-layer SQNR, cosine, LSB error and counters against the float model
+        (``on_result`` receives each batch's :class:`RunResult`)."""
+        return evaluate(
+            self, x, labels, batch_size=batch_size, on_batch=on_batch, on_result=on_result
+        )
 
     def report(self, x, labels=None, **kwargs) -> Evaluation:
         """:meth:`evaluate`; render the result with :mod:`quantemu.report`."""

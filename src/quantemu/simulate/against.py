@@ -1,0 +1,126 @@
+"""Two targets on the same model and data: where, per layer, their integer codes disagree.
+
+``compare_backends(graph, ("xs3", "tflite"), calib, x)`` lowers ``graph`` onto both backends
+with the same calibration ranges, runs every sample through both, and compares, for every
+tensor both programs compute with the same quantization, the codes element by element: how many
+differ, by how many LSB at most, and where the first difference is. Tensors the two quantize
+differently are listed without a code comparison (their LSBs are not the same unit).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from quantemu.calibration import calibrate, ranges_from_model
+from quantemu.graph import Graph
+from quantemu.program import LinearEncoding
+from quantemu.simulate.compile import Program, compile_model
+
+
+@dataclass
+class LayerDisagreement:
+    """One tensor of both programs: element counts, differing codes, the largest difference."""
+
+    layer: str  # the first backend's layer that writes the tensor
+    tensor: str
+    op: str
+    elements: int = 0
+    differing: int = 0
+    max_lsb: int = 0
+    histogram: dict[int, int] = field(default_factory=dict)  # |difference| -> count
+    first: tuple[int, ...] | None = None  # index (sample first) of the first difference
+    comparable: bool = True
+    note: str = ""
+
+    @property
+    def fraction(self) -> float:
+        """The share of elements whose codes differ."""
+        return self.differing / self.elements if self.elements else 0.0
+
+
+@dataclass
+class Disagreement:
+    """The per-tensor comparison of two backends (see the module docstring)."""
+
+    backends: tuple[str, str]
+    samples: int
+    layers: list[LayerDisagreement]
+
+
+def compare_backends(
+    graph: Graph,
+    backends: Sequence[str],
+    calib: Any = None,
+    x: Any = None,
+    *,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    observer: str = "minmax",
+    batch_size: int = 64,
+) -> Disagreement:
+    """Run ``x`` through ``graph`` on both ``backends`` and compare their codes per tensor."""
+    first, second = backends
+    ranges = (
+        ranges_from_model(graph)
+        if calib is None
+        else calibrate(graph, calib, observer=observer, batch_size=batch_size)
+    )
+    programs = [
+        compile_model(graph, b, None, calibration=ranges, **(options or {}).get(b, {}))
+        for b in (first, second)
+    ]
+    rows = _rows(programs)
+    x = programs[0].check_input(x)
+    for start in range(0, x.shape[0], batch_size):
+        batch = x[start : start + batch_size]
+        a, b = (p.run(batch).tensors for p in programs)
+        for row in rows:
+            ta, tb = a[row.tensor], b[row.tensor]
+            if row.comparable and not _same(ta.encoding, tb.encoding):
+                row.comparable = False
+                row.note = (
+                    f"quantized differently: {ta.encoding.describe()} vs {tb.encoding.describe()}"
+                )
+            if row.comparable:
+                _update(row, ta.codes, tb.codes, start)
+    return Disagreement((first, second), int(x.shape[0]), rows)
+
+
+def _rows(programs: list[Program]) -> list[LayerDisagreement]:
+    theirs = {layer.output: layer for layer in programs[1].lowered.layers}
+    rows = []
+    for layer in programs[0].lowered.layers:
+        if layer.output not in theirs:
+            continue
+        rows.append(LayerDisagreement(layer.name, layer.output, layer.op))
+    return rows
+
+
+def _same(a, b) -> bool:
+    if not (isinstance(a, LinearEncoding) and isinstance(b, LinearEncoding)):
+        return a == b
+    return (
+        a.dtype == b.dtype
+        and np.array_equal(np.float64(a.scale), np.float64(b.scale))
+        and np.array_equal(np.int64(a.zero_point), np.int64(b.zero_point))
+    )
+
+
+def _update(row: LayerDisagreement, a: np.ndarray, b: np.ndarray, offset: int) -> None:
+    diff = np.abs(a.astype(np.int64) - b.astype(np.int64))
+    row.elements += diff.size
+    nonzero = diff != 0
+    count = int(np.count_nonzero(nonzero))
+    if not count:
+        return
+    row.differing += count
+    row.max_lsb = max(row.max_lsb, int(diff.max()))
+    values, counts = np.unique(diff[nonzero], return_counts=True)
+    for v, c in zip(values.tolist(), counts.tolist(), strict=True):
+        row.histogram[v] = row.histogram.get(v, 0) + c
+    if row.first is None:
+        index = np.argwhere(nonzero)[0]
+        row.first = (int(index[0]) + offset, *(int(i) for i in index[1:]))
