@@ -177,3 +177,32 @@ def test_multiply_long_narrow_arrays(name):
     for s in (1, 14):
         got = getattr(fixedpoint, name)(a, b, s)
         assert got.tolist() == [ref(x, y, s) for x, y in zip(a.tolist(), b.tolist(), strict=True)]
+
+
+MBQM = "multiply_by_quantized_multiplier_double_rounding"
+
+
+@given(data=st.data())
+def test_mbqm_matches_reference(data):
+    """TFLite's requantization multiply: per-element (per-channel) multipliers and shifts."""
+    n = data.draw(st.integers(1, 20))
+    s = data.draw(int_arrays(np.int64, elements=shifts(-31, 31), min_size=n, max_size=n))
+    # x * 2**max(s, 0) must stay in int32: draw x below 2**(31 - left shift).
+    x = np.array(
+        [data.draw(st.integers(-(2 ** (31 - max(v, 0))), 2 ** (31 - max(v, 0)) - 1)) for v in s]
+    )
+    m = data.draw(int_arrays(np.int32, min_size=n, max_size=n))
+    expected = apply_reference(getattr(reference, MBQM), x, m, s)
+    assert_matches(getattr(fixedpoint, MBQM)(x, m, s), expected, object_result=False)
+    assert getattr(fixedpoint, MBQM)(int(x[0]), int(m[0]), int(s[0])) == expected[0]
+
+
+def test_mbqm_rounds_twice_and_rejects_overflow():
+    f = getattr(fixedpoint, MBQM)
+    # 1 * 0.5 = 0.5 -> 1 (tie up); then 1 / 2 = 0.5 -> 1 (tie away): 1/4 becomes 1.
+    assert f(1, 2**30, -1) == 1
+    assert f(-1, 2**30, -1) == 0  # -0.5 -> 0 (tie up), 0 / 2 = 0
+    with pytest.raises(InvalidInputError, match="int32"):
+        f(2**20, 2**30, 12)  # 2**32 does not fit TFLite's int32
+    with pytest.raises(InvalidInputError, match="shift"):
+        f(1, 2**30, -32)

@@ -132,7 +132,7 @@ def test_rules_may_raise_not_lowerable_directly():
 
 
 def test_the_registry_lists_the_shipped_backends():
-    assert known_backends() == ["xs3", "nvdla", "onednn", "nnie"]
+    assert known_backends() == ["xs3", "nvdla", "onednn", "nnie", "tflite"]
     assert [s.name for s in backend_specs()] == known_backends()
     assert backend_spec("nnie").lint is not None
     with pytest.raises(InvalidInputError, match="unknown backend 'tpu'; choose one of xs3, "):

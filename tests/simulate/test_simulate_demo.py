@@ -23,7 +23,7 @@ def test_demo_reports_and_json(fake_backends, capsys, tmp_path):
     code = main(["demo", "--report", str(tmp_path / "html"), "--json", str(tmp_path / "d.json")])
     out, err = capsys.readouterr()
     assert code == 0, err
-    assert "float model vs each backend" in out and "360 test samples, 4 backend(s)" in out
+    assert "float model vs each backend" in out and "360 test samples, 5 backend(s)" in out
     assert sorted(p.name for p in (tmp_path / "html").iterdir()) == [
         f"{b}.html" for b in sorted(known_backends())
     ]
@@ -38,7 +38,7 @@ def test_demo_keeps_going_when_a_backend_fails(monkeypatch, capsys, tmp_path):
     out, err = capsys.readouterr()
     assert code == 1 and err == ""
     document = json.loads((tmp_path / "d.json").read_text())
-    assert [ev["backend"] for ev in document["evaluations"]] == ["xs3", "onednn", "nnie"]
+    assert [ev["backend"] for ev in document["evaluations"]] == ["xs3", "onednn", "nnie", "tflite"]
     assert document["errors"] == {"nvdla": "nvdla: LRN is not supported here (test)"}
     row = next(line for line in out.splitlines() if line.startswith("│ nvdla"))
     assert "error" in row

@@ -6,7 +6,9 @@ and the conformance runner find backends here, through
 ``BACKEND`` (a :class:`~quantemu.backends.registry.BackendSpec`), and one entry below.
 """
 
-from quantemu.backends import nnie, nvdla, onednn, xs3
+from quantemu.backends import nnie, nvdla, onednn, tflite, xs3
 from quantemu.backends.registry import register_backend
 
-BACKENDS = tuple(register_backend(package.BACKEND) for package in (xs3, nvdla, onednn, nnie))
+BACKENDS = tuple(
+    register_backend(package.BACKEND) for package in (xs3, nvdla, onednn, nnie, tflite)
+)

@@ -38,6 +38,8 @@ from quantemu.graph.tflite_reader import TfliteModel, TfliteOp, TfliteTensor, re
 NCHW_FROM_NHWC = (0, 3, 1, 2)
 NHWC_FROM_NCHW = (0, 2, 3, 1)
 BATCH = "batch"
+#: ``graph.metadata`` key: the tensors the importer holds in NCHW (one name per line).
+NCHW_KEY = "tflite_nchw_tensors"
 INTEGER_TYPES = ("int8", "uint8", "int16", "int32")
 
 
@@ -48,6 +50,12 @@ def load_tflite(source: str | Path | bytes) -> Graph:
     for op in model.operators:
         builder.convert(op)
     return builder.graph()
+
+
+def nhwc_view(graph: Graph, name: str, codes):
+    """``codes`` of IR tensor ``name`` in the TFLite file's own layout (NHWC for rank 4)."""
+    held = set(graph.metadata.get(NCHW_KEY, "").split("\n"))
+    return np.transpose(codes, NHWC_FROM_NCHW) if name in held else codes
 
 
 class TfliteGraphBuilder:
@@ -277,5 +285,9 @@ class TfliteGraphBuilder:
             initializers=self.initializers,
             quant_overrides=self.overrides,
             opset=13,
-            metadata={"source_format": "tflite", "layout": "NHWC"},
+            metadata={
+                "source_format": "tflite",
+                "layout": "NHWC",
+                NCHW_KEY: "\n".join(n for n, layout in self.layouts.items() if layout == "nchw"),
+            },
         )

@@ -2,7 +2,8 @@
 
 Rounding right shifts named by tie rule (:mod:`~quantemu.intmath.rounding`), saturation and
 wrapping (:mod:`~quantemu.intmath.saturation`), fixed-point multiplies
-(:mod:`~quantemu.intmath.fixedpoint`), float-to-int conversions as targets perform them
+(:mod:`~quantemu.intmath.fixedpoint`), gemmlowp's fixed-point exp, logistic, tanh and
+reciprocals (:mod:`~quantemu.intmath.gemmlowp`), float-to-int conversions as targets perform them
 (:mod:`~quantemu.intmath.floatconv`), saturating accumulation
 (:mod:`~quantemu.intmath.accumulate`), the rounding shift whose rounding add wraps
 (:mod:`~quantemu.intmath.wrapping_shift`), the exact integer GEMM
@@ -16,6 +17,7 @@ count).
 
 from quantemu.intmath.accumulate import accumulate, accumulate_count
 from quantemu.intmath.fixedpoint import (
+    multiply_by_quantized_multiplier_double_rounding,
     multiply_shift_right_round_half_away,
     multiply_shift_right_round_half_up,
     rounding_divide_by_pot,
@@ -26,6 +28,19 @@ from quantemu.intmath.floatconv import (
     float32_to_int_round_half_even_saturate,
     float64_round_half_away_add_truncate,
     float64_to_int_round_half_away_add_truncate,
+)
+from quantemu.intmath.gemmlowp import (
+    exp_on_interval_between_negative_one_quarter_and_0_excl,
+    exp_on_negative_values,
+    logistic,
+    one_minus_x_over_one_plus_x_for_x_in_0_1,
+    one_over_one_plus_x_for_x_in_0_1,
+    reciprocal_with_headroom,
+    rounding_half_sum,
+    saturating_doubling_high_mul_toward_zero_int16,
+    saturating_rounding_doubling_high_mul_round_half_up_int16,
+    saturating_rounding_multiply_by_pot,
+    tanh,
 )
 from quantemu.intmath.matmul import matmul_exact
 from quantemu.intmath.policies import Bounds, Granularity, NanPolicy, NegativeShift
@@ -61,21 +76,32 @@ __all__ = [
     "NegativeShift",
     "accumulate",
     "accumulate_count",
+    "exp_on_interval_between_negative_one_quarter_and_0_excl",
+    "exp_on_negative_values",
     "float32_round_half_up_add_floor",
     "float32_to_int_round_half_even_saturate",
     "float64_round_half_away_add_truncate",
     "float64_to_int_round_half_away_add_truncate",
+    "logistic",
     "matmul_exact",
+    "multiply_by_quantized_multiplier_double_rounding",
     "multiply_shift_right_round_half_away",
     "multiply_shift_right_round_half_up",
+    "one_minus_x_over_one_plus_x_for_x_in_0_1",
+    "one_over_one_plus_x_for_x_in_0_1",
+    "reciprocal_with_headroom",
     "rounding_divide_by_pot",
+    "rounding_half_sum",
     "saturate",
     "saturate_count",
     "saturate_symmetric",
     "saturate_symmetric_count",
     "saturate_unsigned",
     "saturate_unsigned_count",
+    "saturating_doubling_high_mul_toward_zero_int16",
     "saturating_rounding_doubling_high_mul_round_half_up",
+    "saturating_rounding_doubling_high_mul_round_half_up_int16",
+    "saturating_rounding_multiply_by_pot",
     "shift_left_saturate",
     "shift_right_floor",
     "shift_right_round_half_away",
@@ -86,6 +112,7 @@ __all__ = [
     "shift_right_round_half_up_wrapping_add_count",
     "shift_right_toward_zero",
     "sliding_windows",
+    "tanh",
     "wrap",
     "wrap_unsigned",
 ]

@@ -21,6 +21,7 @@ from quantemu.intmath.policies import NegativeShift
 from quantemu.intmath.rounding import HALF_AWAY, HALF_UP, bad_summary, shift_right
 
 __all__ = [
+    "multiply_by_quantized_multiplier_double_rounding",
     "multiply_shift_right_round_half_away",
     "multiply_shift_right_round_half_up",
     "rounding_divide_by_pot",
@@ -269,3 +270,45 @@ def rounding_divide_by_pot(x, exponent):
         owned=bound is not None,
         remedy=remedy,
     )
+
+
+def multiply_by_quantized_multiplier_double_rounding(x, multiplier, shift):
+    """TFLite's ``MultiplyByQuantizedMultiplier``: ``x * m * 2**(shift - 31)`` rounded twice.
+
+    Formula on ℤ: with ``l = max(shift, 0)`` and ``r = max(-shift, 0)``,
+    ``rounding_divide_by_pot(saturating_rounding_doubling_high_mul_round_half_up(x * 2**l, m),
+    r)``. ``multiplier`` and ``shift`` broadcast against ``x`` (per-channel requantization
+    passes arrays shaped to the channel axis).
+
+    Policy: two roundings, the first ties toward +inf (the doubling high multiply), the second
+    ties away from zero (the rounding divide). ``x * 2**l`` and ``m`` must be int32 values (in
+    TFLite's C++ an overflowing ``x * 2**l`` is undefined behaviour): outside that is an
+    :class:`InvalidInputError`, never a wrap. The only saturation is the high multiply's
+    ``x * 2**l = m = -2**31``. ``shift`` in ``[-31, 31]``.
+
+    Mirrors: ``tflite::MultiplyByQuantizedMultiplier(int32_t, int32_t, int)`` in
+    kernels/internal/common.h of builds without ``TFLITE_SINGLE_ROUNDING`` (LiteRT and
+    TFLite-Micro by default); with ``shift <= 0`` also ``...SmallerThanOneExp``.
+
+    >>> f = multiply_by_quantized_multiplier_double_rounding
+    >>> [f(v, 2**30, -1) for v in (-3, -2, -1, 1, 2, 3)]  # v/4; 1/4 -> 0.5 (up) -> 1 (away)
+    [-1, -1, 0, 1, 1, 1]
+    >>> f(np.array([5, -5]), np.array([2**30, 2**30]), np.array([0, 2])).tolist()
+    [3, -10]
+    >>> f(-2**31, -2**31, 0), f(3, 2**30, 1), f(100, 1518500250, -3)  # 100 * 0.7071 / 8
+    (2147483647, 3, 9)
+    """
+    func = "multiply_by_quantized_multiplier_double_rounding"
+    sh, _ = as_int_operand(shift, func=func, name="shift")
+    if sh.size and (sh.min() < -31 or sh.max() > 31):
+        raise InvalidInputError(
+            f"{func}: shift must be in [-31, 31], got values in [{sh.min()}, {sh.max()}]; "
+            "build the multiplier with TFLite's QuantizeMultiplier"
+        )
+    xa, scalar = _int32_operand(x, "x", func)
+    left = np.maximum(sh, 0)
+    if left.any():
+        xa = xa << left  # |x| <= 2**31 and left <= 31: fits int64; the product checks int32
+    high = saturating_rounding_doubling_high_mul_round_half_up(xa, multiplier)
+    y = rounding_divide_by_pot(high, np.maximum(-sh, 0))
+    return as_result(np.asarray(y), scalar and np.ndim(multiplier) == 0 and sh.ndim == 0)

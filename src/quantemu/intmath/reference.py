@@ -321,3 +321,134 @@ def sliding_windows(x, kernel, *, strides, dilations, pads, pad_value):
         ]
         for p in range(oh)
     ]
+
+
+# --- TFLite's requantization multiply -----------------------------------------------------------
+
+
+def multiply_by_quantized_multiplier_double_rounding(x, multiplier, shift):
+    """TFLite ``MultiplyByQuantizedMultiplier``: ``x * 2**max(shift, 0)`` (an int32), the
+    doubling high multiply, then ``RoundingDivideByPOT(max(-shift, 0))``."""
+    if not -31 <= shift <= 31:
+        raise InvalidInputError(f"shift {shift} outside [-31, 31]")
+    if not -(2**31) <= x <= 2**31 - 1:
+        raise InvalidInputError(f"x {x} outside int32")
+    high = saturating_rounding_doubling_high_mul_round_half_up(x * 2 ** max(shift, 0), multiplier)
+    return rounding_divide_by_pot(high, max(-shift, 0))
+
+
+# --- gemmlowp fixed-point functions (int32 raw values) -----------------------------------------
+
+
+def _i32(v: int) -> int:
+    """C's int32 ``+``/``-`` on a two's-complement machine: wrap."""
+    return ((v + 2**31) % 2**32) - 2**31
+
+
+def saturating_rounding_multiply_by_pot(x, exponent):
+    if exponent < 0:
+        return rounding_divide_by_pot(x, -exponent)
+    threshold = (1 << (31 - exponent)) - 1
+    if x > threshold:
+        return 2**31 - 1
+    if x < -threshold:
+        return -(2**31)
+    return x * 2**exponent
+
+
+def rounding_half_sum(a, b):
+    s = a + b
+    return _c_div(s + (1 if s >= 0 else -1), 2)
+
+
+def exp_on_interval_between_negative_one_quarter_and_0_excl(a):
+    mul = saturating_rounding_doubling_high_mul_round_half_up
+    constant_term, one_third = 1895147668, 715827883
+    x = _i32(a + (1 << 28))
+    x2 = mul(x, x)
+    x3 = mul(x2, x)
+    x4 = mul(x2, x2)
+    x4_over_4 = saturating_rounding_multiply_by_pot(x4, -2)
+    poly = saturating_rounding_multiply_by_pot(_i32(mul(_i32(x4_over_4 + x3), one_third) + x2), -1)
+    return _i32(constant_term + mul(constant_term, _i32(x + poly)))
+
+
+def exp_on_negative_values(a, integer_bits):
+    fractional = 31 - integer_bits
+    quarter = 1 << (fractional - 2)
+    a_mod = _i32((a & (quarter - 1)) - quarter)
+    result = exp_on_interval_between_negative_one_quarter_and_0_excl(
+        saturating_rounding_multiply_by_pot(a_mod, integer_bits)
+    )
+    remainder = _i32(a_mod - a)
+    barrel = ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308),
+              (2, 39332535), (3, 720401), (4, 242))  # fmt: skip
+    for exponent, multiplier in barrel:
+        if integer_bits > exponent and remainder & (1 << (fractional + exponent)):
+            result = saturating_rounding_doubling_high_mul_round_half_up(result, multiplier)
+    if integer_bits > 5 and a < -(1 << (36 - integer_bits)):
+        result = 0
+    return 2**31 - 1 if a == 0 else result
+
+
+def _newton_half_reciprocal(a):
+    mul = saturating_rounding_doubling_high_mul_round_half_up
+    half_denominator = rounding_half_sum(a, 2**31 - 1)
+    x = _i32(1515870810 + mul(half_denominator, -1010580540))
+    for _ in range(3):
+        one_minus = _i32((1 << 29) - mul(half_denominator, x))
+        x = _i32(x + saturating_rounding_multiply_by_pot(mul(x, one_minus), 2))
+    return x
+
+
+def one_over_one_plus_x_for_x_in_0_1(a):
+    return saturating_rounding_multiply_by_pot(_newton_half_reciprocal(a), 1)
+
+
+def one_minus_x_over_one_plus_x_for_x_in_0_1(a):
+    return saturating_rounding_multiply_by_pot(_i32(_newton_half_reciprocal(a) - (1 << 29)), 2)
+
+
+def logistic(a, integer_bits):
+    if a == 0:
+        return 1 << 30
+    abs_a = a if a > 0 else _i32(-a)
+    p = one_over_one_plus_x_for_x_in_0_1(exp_on_negative_values(_i32(-abs_a), integer_bits))
+    return p if a > 0 else _i32(2**31 - 1 - p)
+
+
+def tanh(a, integer_bits):
+    if a == 0:
+        return 0
+    n = a if a < 0 else _i32(-a)
+    t = one_minus_x_over_one_plus_x_for_x_in_0_1(exp_on_negative_values(n, integer_bits + 1))
+    return _i32(-t) if a < 0 else t
+
+
+def reciprocal_with_headroom(x, integer_bits):
+    ux = x % 2**32
+    if ux == 0:
+        raise InvalidInputError("reciprocal_with_headroom: x = 0")
+    headroom = 32 - ux.bit_length()
+    shifted = ((ux << headroom) % 2**32) - 2**31
+    return one_over_one_plus_x_for_x_in_0_1(shifted), integer_bits - headroom
+
+
+def saturating_rounding_doubling_high_mul_round_half_up_int16(a, b):
+    """gemmlowp ``SaturatingRoundingDoublingHighMul<int16_t>``, transcribed literally."""
+    if not (-(2**15) <= a < 2**15 and -(2**15) <= b < 2**15):
+        raise InvalidInputError(f"operands {a}, {b} outside int16")
+    if a == b == -(2**15):
+        return 2**15 - 1
+    ab = a * b
+    nudge = (1 << 14) if ab >= 0 else 1 - (1 << 14)
+    return _c_div(ab + nudge, 1 << 15)
+
+
+def saturating_doubling_high_mul_toward_zero_int16(a, b):
+    """TFLite ``SaturatingDoublingHighMul(int16_t, int16_t)``, transcribed literally."""
+    if not (-(2**15) <= a < 2**15 and -(2**15) <= b < 2**15):
+        raise InvalidInputError(f"operands {a}, {b} outside int16")
+    if a == b == -(2**15):
+        return 2**15 - 1
+    return _c_div(a * b, 1 << 15)

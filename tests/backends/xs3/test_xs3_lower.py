@@ -22,10 +22,13 @@ from quantemu.data import demo_dataset, demo_model_path
 from quantemu.errors import InvalidInputError, UnsupportedError
 from quantemu.graph import load_onnx, optimize
 
+# These tests pin the tflite2xcore (BSO) generation; the xformer path is tested with the models.
+BSO = "tflite2xcore"
 RNG = np.random.default_rng(7)
 
 
 def _compile(proto, calib, **options):
+    options = {"toolchain": BSO, **options}
     return quantemu.compile(load_onnx(proto), backend="xs3", calib=calib, progress=False, **options)
 
 
@@ -64,7 +67,9 @@ DEMO_OPS = [
 def test_demo_lowers_runs_and_keeps_the_float_accuracy():
     x_cal, _ = demo_dataset("calib")
     x, y = demo_dataset("test")
-    prog = quantemu.compile(demo_model_path(), backend="xs3", calib=x_cal, progress=False)
+    prog = quantemu.compile(
+        demo_model_path(), backend="xs3", calib=x_cal, progress=False, toolchain=BSO
+    )
     assert [layer.op for layer in prog.lowered.layers] == DEMO_OPS
     result = prog.run(x)
     accuracy = float((result.outputs["logits"].argmax(axis=1) == y).mean())
@@ -89,7 +94,9 @@ def test_demo_lowers_runs_and_keeps_the_float_accuracy():
 def test_batch_equals_one_image_at_a_time():
     x_cal, _ = demo_dataset("calib")
     x, _ = demo_dataset("test")
-    prog = quantemu.compile(demo_model_path(), backend="xs3", calib=x_cal[:64], progress=False)
+    prog = quantemu.compile(
+        demo_model_path(), backend="xs3", calib=x_cal[:64], progress=False, toolchain=BSO
+    )
     batch = prog.run(x[:5])
     for i in range(5):
         single = prog.run(x[i : i + 1])
@@ -208,7 +215,7 @@ def test_add_layer_equals_a_scalar_transcription_of_tflite():
     b = (3 * RNG.normal(size=(2, 4, 3, 3))).astype(np.float32)
     graph = optimize(load_onnx(proto))
     ranges = quantemu.calibrate(graph, {"a": a, "b": b}, progress=False)
-    lowered = lower(graph, ranges)
+    lowered = lower(graph, ranges, toolchain=BSO)
     (layer,) = lowered.layers
     from quantemu.simulate import run_lowered
 
@@ -256,12 +263,12 @@ def test_unknown_and_bad_options_are_errors():
     graph = optimize(load_onnx(proto))
     ranges = quantemu.calibrate(graph, x, progress=False)
     with pytest.raises(InvalidInputError, match=r"model = 'fpga'.*'host_reference', 'device'"):
-        lower(graph, ranges, model="fpga")
+        lower(graph, ranges, toolchain=BSO, model="fpga")
     # Text is typed by the field (LoweringOptions.from_mapping); other types by Options itself.
     with pytest.raises(InvalidInputError, match=r"symmetric_saturation = 'maybe'; use true or"):
         _compile(proto, x, symmetric_saturation="maybe")
     with pytest.raises(InvalidInputError, match=r"activation_clamp = 2; use True or False"):
-        lower(graph, ranges, activation_clamp=2)
+        lower(graph, ranges, toolchain=BSO, activation_clamp=2)
 
 
 def test_unsupported_operators_and_attributes_are_errors():
@@ -342,15 +349,20 @@ def test_activation_clamp_option_and_counter():
     ranges = _fixed_ranges(graph, x, y=(-4.0, 4.0))
     from quantemu.simulate import run_lowered
 
-    plain = run_lowered(lower(graph, ranges), graph.outputs, {"x": x})
-    clamped = run_lowered(lower(graph, ranges, activation_clamp=True), graph.outputs, {"x": x})
+    plain = run_lowered(lower(graph, ranges, toolchain=BSO), graph.outputs, {"x": x})
+    clamped = run_lowered(
+        lower(graph, ranges, toolchain=BSO, activation_clamp=True), graph.outputs, {"x": x}
+    )
     zp = plain.tensors["y"].encoding.zero_point
     assert zp == -1  # -128 + round_half_away(127.5)
     moved = plain.counters["conv"]["activation_clamped"]
     assert moved == int(np.count_nonzero(plain.tensors["y"].codes < zp)) > 0
     assert clamped.counters["conv"]["activation_clamped"] == moved
     assert clamped.tensors["y"].codes.min() == zp
-    assert lower(graph, ranges, activation_clamp=True).header["activation_clamp"] == "True"
+    assert (
+        lower(graph, ranges, toolchain=BSO, activation_clamp=True).header["activation_clamp"]
+        == "True"
+    )
 
 
 def test_symmetric_saturation_and_device_model_options():
@@ -359,12 +371,12 @@ def test_symmetric_saturation_and_device_model_options():
     graph = optimize(load_onnx(_conv_model(16, 8, 3)))
     x = RNG.normal(size=(2, 16, 9, 9)).astype(np.float32)
     ranges = quantemu.calibrate(graph, x, progress=False)
-    sym = lower(graph, ranges, symmetric_saturation=True, model=xs3.Model.DEVICE)
+    sym = lower(graph, ranges, toolchain=BSO, symmetric_saturation=True, model=xs3.Model.DEVICE)
     assert sym.header["symmetric_saturation"] == "True" and sym.header["model"] == "device"
     assert sym.layers[0].params.options == xs3.OutputOptions(True, xs3.Model.DEVICE)
     low = run_lowered(sym, graph.outputs, {"x": 8 * x}).tensors["y"].codes.min()
     assert low == -127
-    plain = run_lowered(lower(graph, ranges), graph.outputs, {"x": 8 * x})
+    plain = run_lowered(lower(graph, ranges, toolchain=BSO), graph.outputs, {"x": 8 * x})
     assert plain.tensors["y"].codes.min() == -128
 
 
@@ -391,7 +403,7 @@ def test_qdq_overrides_are_honoured():
             weight_type=quantization.QuantType.QInt8,
         )  # fmt: skip
         graph = load_onnx(out)
-    prog = quantemu.compile(graph, backend="xs3", calib=x_cal[:64], progress=False)
+    prog = quantemu.compile(graph, backend="xs3", calib=x_cal[:64], progress=False, toolchain=BSO)
     overrides = prog.graph.quant_overrides
     conv = next(layer for layer in prog.lowered.layers if layer.op == "conv2d_deep")
     node = prog.graph.node(conv.name)

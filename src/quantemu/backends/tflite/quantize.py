@@ -51,8 +51,9 @@ def activation_params(low: float, high: float) -> tuple[np.float32, int]:
     that is always 0) has TFLite scale 0; it gets scale 1 here (any positive scale represents
     the constant 0 exactly) with TFLite's zero point -128.
 
-    >>> activation_params(0.0, 2.55)
-    (np.float32(0.01), -128)
+    >>> scale, zero_point = activation_params(0.0, 2.55)
+    >>> print(f"{scale:.6g}", zero_point)
+    0.01 -128
     >>> activation_params(-1.0, 1.0)[1]  # zp_from_min = -128 + 127.5: the tie goes away from 0
     -1
     """

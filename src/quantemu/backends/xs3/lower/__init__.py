@@ -44,8 +44,10 @@ from quantemu.backends.tflite.quantize import (
 )
 from quantemu.backends.xs3.lower.context import Xs3Context
 from quantemu.backends.xs3.lower.fallback import FALLBACK_OPS
-from quantemu.backends.xs3.lower.options import Options
+from quantemu.backends.xs3.lower.options import Options, Toolchain
 from quantemu.backends.xs3.lower.rules import RULES
+from quantemu.backends.xs3.lower.xformer import RULES as XFORMER_RULES
+from quantemu.backends.xs3.lower.xformer import XformerContext
 from quantemu.graph.ir import Graph
 from quantemu.program import LoweredModel
 
@@ -69,6 +71,16 @@ LIB_NN = "lib_nn a5f0c8b (2021-01-14), BSO operators"
 
 def header(options: Options) -> dict[str, str]:
     """Every result-changing choice, for report headers (DESIGN principle 9)."""
+    if options.toolchain is Toolchain.XFORMER:
+        return {
+            "target": "XMOS xcore.ai (XS3 VPU)",
+            "toolchain": "xformer (xcore-opt, xmos-ai-tools 1.4.2), default options",
+            "library": "lib_nn 0.5.0 output transform; TFLite-Micro reference kernels",
+            "model": options.model.value,
+            "vlashr": options.vlashr.value,
+            "conv_err_threshold": str(options.conv_err_threshold),
+            "quantization": "the model's own int8, else TensorFlow's converter",
+        }
     return {
         "target": "XMOS xcore.ai (XS3 VPU) through lib_nn",
         "library": LIB_NN,
@@ -92,6 +104,10 @@ def lower(graph: Graph, ranges, options: Options | None = None, **kwargs) -> Low
     ``options``: an :class:`Options`, or keyword options for :meth:`Options.from_mapping`.
     """
     opts = options if isinstance(options, Options) else Options.from_mapping(kwargs)
+    if opts.toolchain is Toolchain.XFORMER:
+        xctx = XformerContext(graph, ranges, opts)
+        encodings = {info.name: xctx.encoding(info.name) for info in graph.inputs}
+        return LoweredModel("xs3", encodings, XFORMER_RULES.lower_graph(xctx), header(opts))
     ctx = Xs3Context(graph, ranges, opts)
     input_encodings = {info.name: ctx.input_encoding(info.name) for info in graph.inputs}
     return LoweredModel("xs3", input_encodings, RULES.lower_graph(ctx), header(opts))

@@ -9,11 +9,27 @@ types alone do not.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 from typing import ClassVar
 
+from quantemu.backends.tflite.params import TfliteRuntime
 from quantemu.backends.xs3.params import Model, OutputOptions
+from quantemu.backends.xs3.xformer.output_transform import DEFAULT_ERR_THRESHOLD
+from quantemu.backends.xs3.xformer.runtime import VlashrRounding
 from quantemu.errors import InvalidInputError
 from quantemu.program.options import LoweringOptions
+
+
+class Toolchain(Enum):
+    """Which XMOS toolchain generation builds the model.
+
+    ``xformer``: xcore-opt (xmos-ai-tools 1.4.2), today's compiler: ``XC_conv2d_v2`` and lib_nn's
+    output transform, the rest on TFLite-Micro's reference kernels. ``tflite2xcore``: the older
+    converter's BSO operators (conv2d_deep/shallowin/1x1/depthwise, fully_connected_8).
+    """
+
+    XFORMER = "xformer"
+    TFLITE2XCORE = "tflite2xcore"
 
 
 @dataclass(frozen=True)
@@ -29,7 +45,9 @@ class Options(LoweringOptions):
     as on XMOS's runtime: tflite2xcore drops the fused activation because the XC operators have
     no activation stage; the output range calibrated on the ReLU output makes the clamp implicit.
     Either way the ``activation_clamped`` counter says how many outputs the clamp moves (or would
-    move).
+    move). ``toolchain``: :class:`Toolchain` (default ``xformer``). ``conv_err_threshold``:
+    xcore-opt's ``--xcore-conv-err-threshold`` (default 0.25). With ``toolchain=xformer``,
+    ``model=device`` makes VLASHR truncate (unverified; the host interpreter rounds).
     """
 
     backend: ClassVar[str] = "xs3"
@@ -37,6 +55,8 @@ class Options(LoweringOptions):
     model: Model = Model.HOST_REFERENCE
     symmetric_saturation: bool = False
     activation_clamp: bool = False
+    toolchain: Toolchain = Toolchain.XFORMER
+    conv_err_threshold: float = DEFAULT_ERR_THRESHOLD
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "model", Model.parse(self.model, where="xs3 option model"))
@@ -44,6 +64,16 @@ class Options(LoweringOptions):
             value = getattr(self, name)
             if not isinstance(value, bool):
                 raise InvalidInputError(f"xs3 option {name} = {value!r}; use True or False")
+
+    @property
+    def runtime(self) -> TfliteRuntime:
+        """The builtin kernels xformer leaves in the model run on TFLite-Micro."""
+        return TfliteRuntime.TFLITE_MICRO
+
+    @property
+    def vlashr(self) -> VlashrRounding:
+        """How the xformer path's final VLASHR rounds: the host rounds; the device may not."""
+        return VlashrRounding.DEVICE_TRUNCATE if self.model is Model.DEVICE else VlashrRounding.HOST
 
     @property
     def output_options(self) -> OutputOptions:

@@ -23,11 +23,13 @@ with ``exact=False``.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 import numpy as np
 
+from quantemu.backends.tflite.params import (
+    quantize_multiplier_smaller_than_one_exp as quantize_multiplier_smaller_than_one,
+)
 from quantemu.backends.tflite.quantize import (
     ActivationRange,
     activation_params,
@@ -39,7 +41,6 @@ from quantemu.backends.xs3.lower.pool import PoolGeometry
 from quantemu.errors import UnsupportedError
 from quantemu.graph.ir import Node
 from quantemu.intmath import (
-    float64_round_half_away_add_truncate,
     rounding_divide_by_pot,
     saturate_count,
     saturating_rounding_doubling_high_mul_round_half_up,
@@ -50,39 +51,6 @@ TFLM_NOTE = (
     "TFLite-Micro reference kernel {op}, not a lib_nn operator; not covered by conformance vectors"
 )
 ADD_LEFT_SHIFT = 20
-
-
-def quantize_multiplier(m: float) -> tuple[int, int]:
-    """TFLite ``QuantizeMultiplier``: ``(q, shift)`` with ``m ~ q * 2^(shift - 31)``.
-
-    ``q`` in [2^30, 2^31) (``round(frac * 2^31)`` with ties away from zero, ``frexp``'s
-    fraction); a product that rounds to 2^31 is halved with ``shift + 1``; ``shift < -31``
-    flushes to ``(0, 0)``.
-
-    >>> quantize_multiplier(0.5), quantize_multiplier(0.75), quantize_multiplier(2.0**-40)
-    ((1073741824, 0), (1610612736, 0), (0, 0))
-    """
-    if m == 0:
-        return 0, 0
-    frac, shift = math.frexp(m)
-    # Exact: frac * 2^31 is a double below 2^31.
-    q = int(float64_round_half_away_add_truncate(frac * 2.0**31))
-    if q == 2**31:
-        q //= 2
-        shift += 1
-    if shift < -31:
-        return 0, 0
-    return q, shift
-
-
-def quantize_multiplier_smaller_than_one(m: float, where: str) -> tuple[int, int]:
-    """``QuantizeMultiplierSmallerThanOneExp``: as :func:`quantize_multiplier` for 0 < m < 1."""
-    if not 0 < m < 1:
-        raise UnsupportedError(
-            f"{where}: TFLite needs a multiplier in (0, 1) here, got {m!r}; the output scale is "
-            "too small relative to the input scales"
-        )
-    return quantize_multiplier(m)
 
 
 def mbqm_smaller_than_one(x: np.ndarray, q: int, left_shift: int) -> np.ndarray:

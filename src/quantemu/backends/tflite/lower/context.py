@@ -1,0 +1,103 @@
+"""What every ``tflite`` lowering rule shares: encodings, weights and biases, derived once.
+
+A tensor's encoding comes from, in order: the model's own quantization (an int8 TFLite model's
+tensors, or a QDQ model's overrides); TFLite's fixed output quantization (LOGISTIC, SOFTMAX
+1/256 and -128; TANH 1/128 and 0); the input's encoding for operators TFLite's converter keeps
+on their input's scale (pooling, reshapes, padding); else the converter's parameters from the
+calibrated range (:mod:`quantemu.backends.tflite.quantize`). Weights and biases: the model's
+integers, else the converter's per-channel symmetric int8 weights and int32 biases.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from quantemu.backends.tflite.lower.options import Options
+from quantemu.backends.tflite.quantize import (
+    FIXED_OUTPUT,
+    activation_params,
+    activation_range,
+    bias_scales,
+    int8_encoding,
+    override_activation,
+    override_weights,
+    quantize_bias,
+    quantize_weights,
+)
+from quantemu.errors import InvalidInputError, UnsupportedError
+from quantemu.graph.ir import Node
+from quantemu.program import LinearEncoding
+from quantemu.program.lowering import LoweringContext
+
+
+class TfliteContext(LoweringContext):
+    """The ``tflite`` lowering context (module docstring); ``options`` is an :class:`Options`."""
+
+    backend: ClassVar[str] = "tflite"
+    options: Options
+
+    def encoding(self, name: str) -> LinearEncoding:
+        """The int8 encoding of tensor ``name`` (the model's, else calibrated), derived once."""
+        if name not in self.encodings:
+            self.encodings[name] = self._derive(name)
+        return self.encodings[name]
+
+    def output_encoding(self, node: Node) -> LinearEncoding:
+        """The output encoding; TFLite's fixed one for Sigmoid/Tanh/Softmax unless given."""
+        out = node.outputs[0]
+        if node.op_type in FIXED_OUTPUT and out not in self.graph.quant_overrides:
+            self.encodings[out] = int8_encoding(*FIXED_OUTPUT[node.op_type])
+        return self.encoding(out)
+
+    def same_as_input(self, node: Node) -> LinearEncoding:
+        """The output takes the input's encoding unless the model fixes its own."""
+        out = node.outputs[0]
+        if out not in self.graph.quant_overrides:
+            self.encodings[out] = self.encoding(node.inputs[0])
+        return self.encoding(out)
+
+    def activation(self, node: Node, encoding: LinearEncoding) -> tuple[int, int]:
+        """The int8 clamp range of the node's fused activation (int8's range without one)."""
+        act = activation_range(node.attrs, encoding, str(node))
+        return (act.low if act.floor else -128, act.high if act.ceiling else 127)
+
+    def weights(self, node: Node, index: int, axis: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(int8 codes, float32 per-channel scales)`` of weight input ``index``."""
+        name = node.inputs[index]
+        w = self.constant(node, index, "weight")
+        channels = w.shape[axis]
+        override = self.graph.quant_overrides.get(name)
+        if override is not None:
+            return override_weights(override, name, axis, channels)
+        return quantize_weights(w, axis)
+
+    def bias(self, node: Node, index: int, s_in: float, s_w: np.ndarray) -> np.ndarray | None:
+        """The int32 bias codes (int64 array) of input ``index``, or None when absent."""
+        name = node.inputs[index] if index < len(node.inputs) else ""
+        if not name:
+            return None
+        override = self.graph.quant_overrides.get(name)
+        if override is not None and override.values is not None:
+            if override.dtype != "int32" or np.any(np.asarray(override.zero_point) != 0):
+                raise UnsupportedError(
+                    f"{node}: bias {name!r} is {override.dtype} with a zero point; TFLite int8 "
+                    "kernels take int32 biases with zero point 0"
+                )
+            return np.asarray(override.values, np.int64).reshape(-1)
+        return quantize_bias(self.constant(node, index, "bias"), bias_scales(s_in, s_w))
+
+    def _derive(self, name: str) -> LinearEncoding:
+        override = self.graph.quant_overrides.get(name)
+        if override is not None:
+            return override_activation(override, name)
+        try:
+            rng = self.ranges[name]
+        except KeyError:
+            raise InvalidInputError(
+                f"tensor {name!r} has no calibrated range; calibrate every tensor of the "
+                "optimized graph (quantemu.calibrate(graph, data)) before lowering"
+            ) from None
+        low, high = float(np.min(rng.min)), float(np.max(rng.max))
+        return int8_encoding(*activation_params(low, high))

@@ -1,0 +1,275 @@
+"""The ``tflite`` rule table: graph op type -> a layer running TFLite's int8 reference kernel.
+
+Each rule is ``rule(ctx, node) -> Layer`` (:mod:`quantemu.program.lowering`). There is no float
+fallback: an operator TFLite has no int8 kernel for, or a form of one it cannot take, is an
+:class:`~quantemu.errors.UnsupportedError` naming it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from quantemu.backends.tflite.lower.context import TfliteContext
+from quantemu.backends.tflite.lower.layers import (
+    BinaryLayer,
+    ConcatLayer,
+    ConvLayer,
+    FullyConnectedLayer,
+    MeanLayer,
+    MoveLayer,
+    PadLayer,
+    PoolLayer,
+    RequantizeLayer,
+)
+from quantemu.backends.tflite.params import (
+    TfliteRuntime,
+    add_params,
+    conv_params,
+    fully_connected_params,
+    mean_params,
+    mul_params,
+    pool_params,
+    requantize_params,
+    sub_params,
+)
+from quantemu.backends.tflite.quantize import activation_params, int8_encoding, quantize_scalar
+from quantemu.errors import UnsupportedError
+from quantemu.graph.ir import Node
+from quantemu.program import Layer
+from quantemu.program.lowering import NotLowerable, RuleTable
+
+
+def _with_activation(ctx: TfliteContext, node: Node, params, encoding):
+    low, high = ctx.activation(node, encoding)
+    return dataclasses.replace(params, act_min=low, act_max=high)
+
+
+def lower_conv(ctx: TfliteContext, node: Node) -> Layer:
+    """Conv: CONV_2D (group 1) or DEPTHWISE_CONV_2D (group = input channels)."""
+    a = node.attrs
+    x = node.inputs[0]
+    c_in = ctx.shape(x)[1]
+    group = int(a["group"])
+    w_shape = ctx.constant(node, 1, "weight").shape
+    depthwise = group > 1 and group == c_in and w_shape[1] == 1
+    if group != 1 and not depthwise:
+        raise NotLowerable(f"grouped convolution ({group} groups) has no TFLite int8 kernel")
+    e_in, e_out = ctx.encoding(x), ctx.encoding(node.outputs[0])
+    codes, s_w = ctx.weights(node, 1, axis=0)
+    bias = ctx.bias(node, 2, e_in.scale, s_w)
+    params = conv_params(e_in.scale, e_in.zero_point, s_w, e_out.scale, e_out.zero_point)
+    op = "DEPTHWISE_CONV_2D" if depthwise else "CONV_2D"
+    return ctx.layer(
+        ConvLayer,
+        node,
+        op=op,
+        inputs=(x,),
+        weights=np.ascontiguousarray(codes, np.int8),
+        bias=bias,
+        params=_with_activation(ctx, node, params, e_out),
+        strides=tuple(a["strides"]),
+        dilations=tuple(a["dilations"]),
+        pads=tuple(a["pads"]),
+        depthwise=depthwise,
+        encoding=e_out,
+    )
+
+
+def lower_dense(ctx: TfliteContext, node: Node) -> Layer:
+    """Gemm / MatMul with constant weights: FULLY_CONNECTED."""
+    a = node.attrs
+    if node.op_type == "Gemm" and (a["alpha"] != 1.0 or a["beta"] != 1.0 or a["transA"]):
+        raise NotLowerable("Gemm with alpha/beta != 1 or a transposed A")
+    x = node.inputs[0]
+    if len(ctx.shape(x)) != 2:
+        raise NotLowerable(f"input of rank {len(ctx.shape(x))} (FULLY_CONNECTED takes (N, I))")
+    trans_b = bool(a.get("transB", 0))
+    e_in, e_out = ctx.encoding(x), ctx.encoding(node.outputs[0])
+    codes, s_w = ctx.weights(node, 1, axis=0 if trans_b else 1)
+    codes = codes if trans_b else codes.T
+    bias = ctx.bias(node, 2, e_in.scale, s_w) if node.op_type == "Gemm" else None
+    params = fully_connected_params(
+        e_in.scale, e_in.zero_point, s_w, e_out.scale, e_out.zero_point, runtime=ctx.options.runtime
+    )
+    return ctx.layer(
+        FullyConnectedLayer,
+        node,
+        op="FULLY_CONNECTED",
+        inputs=(x,),
+        weights=np.ascontiguousarray(codes, np.int8),
+        bias=bias,
+        params=_with_activation(ctx, node, params, e_out),
+        encoding=e_out,
+    )
+
+
+def _operand(ctx: TfliteContext, name: str):
+    """A binary op's operand: ``(codes of a constant or None, its encoding)``."""
+    value = ctx.const(name)
+    if value is None:
+        return None, ctx.encoding(name)
+    override = ctx.graph.quant_overrides.get(name)
+    if override is not None and override.values is not None:
+        return np.asarray(override.values, np.int64), ctx.encoding(name)
+    enc = int8_encoding(*activation_params(float(value.min()), float(value.max())))
+    return enc.quantize(value).astype(np.int64), enc
+
+
+def lower_binary(ctx: TfliteContext, node: Node) -> Layer:
+    """Add, Sub, Mul: ADD / SUB / MUL with their fused activation."""
+    (c1, e1), (c2, e2) = (_operand(ctx, n) for n in node.inputs[:2])
+    if c1 is not None and c2 is not None:
+        raise UnsupportedError(f"{node}: both operands are constant; fold them first")
+    e_out = ctx.encoding(node.outputs[0])
+    args = (e1.scale, e1.zero_point, e2.scale, e2.zero_point, e_out.scale, e_out.zero_point)
+    if node.op_type == "Mul":
+        params, op = mul_params(*args), "MUL"
+    elif node.op_type == "Sub":
+        params, op = sub_params(*args, runtime=ctx.options.runtime), "SUB"
+    else:
+        params, op = add_params(*args), "ADD"
+    return ctx.layer(
+        BinaryLayer,
+        node,
+        op=op,
+        params=_with_activation(ctx, node, params, e_out),
+        encoding=e_out,
+        constants=(c1, c2),
+    )
+
+
+def lower_pool(ctx: TfliteContext, node: Node) -> Layer:
+    """MaxPool / AveragePool: MAX_POOL_2D / AVERAGE_POOL_2D (output on the input's scale)."""
+    a = node.attrs
+    if a["ceil_mode"] or tuple(a["dilations"]) != (1, 1):
+        raise NotLowerable("ceil_mode or dilation (TFLite pools have neither)")
+    average = node.op_type == "AveragePool"
+    if average and a["count_include_pad"] and any(a["pads"]):
+        raise NotLowerable("count_include_pad with padding (TFLite divides by in-image taps)")
+    enc = ctx.same_as_input(node)
+    params = pool_params(enc.scale, enc.zero_point)
+    return ctx.layer(
+        PoolLayer,
+        node,
+        op="AVERAGE_POOL_2D" if average else "MAX_POOL_2D",
+        average=average,
+        kernel=tuple(a["kernel_shape"]),
+        strides=tuple(a["strides"]),
+        pads=tuple(a["pads"]),
+        params=_with_activation(ctx, node, params, enc),
+        encoding=enc,
+    )
+
+
+def lower_mean(ctx: TfliteContext, node: Node) -> Layer:
+    """ReduceMean / GlobalAveragePool: MEAN."""
+    if node.op_type == "GlobalAveragePool":
+        axes, keep = tuple(range(2, len(ctx.shape(node.inputs[0])))), True
+    else:
+        axes, keep = tuple(node.attrs["axes"]), bool(node.attrs["keepdims"])
+    e_in, e_out = ctx.encoding(node.inputs[0]), ctx.encoding(node.outputs[0])
+    params = mean_params(e_in.scale, e_in.zero_point, e_out.scale, e_out.zero_point)
+    return ctx.layer(
+        MeanLayer,
+        node,
+        op="MEAN",
+        axes=axes,
+        keepdims=keep,
+        params=params,
+        runtime=TfliteRuntime(ctx.options.runtime),
+        encoding=e_out,
+    )
+
+
+def lower_move(ctx: TfliteContext, node: Node) -> Layer:
+    """Reshape, Transpose, Flatten, Identity, Dropout: the codes moved, quantization kept."""
+    enc = ctx.same_as_input(node)
+    if enc != ctx.encoding(node.inputs[0]):
+        raise UnsupportedError(
+            f"{node}: moves codes unchanged but the model quantizes its output as "
+            f"{enc.describe()} and its input as {ctx.encoding(node.inputs[0]).describe()}"
+        )
+    op = {"Flatten": "RESHAPE", "Reshape": "RESHAPE", "Transpose": "TRANSPOSE"}.get(
+        node.op_type, "IDENTITY"
+    )
+    fields = {"op_type": node.op_type, "attrs": node.attrs, "encoding": enc}
+    return ctx.layer(MoveLayer, node, op=op, inputs=node.inputs[:1], **fields)
+
+
+def lower_pad(ctx: TfliteContext, node: Node) -> Layer:
+    """Pad (constant mode): PAD / PADV2 with the value's code."""
+    enc = ctx.same_as_input(node)
+    pads = tuple(node.attrs["pads"])
+    rank = len(pads) // 2
+    fill = quantize_scalar(float(node.attrs["value"]), enc.scale, int(enc.zero_point))
+    if not -128 <= fill <= 127:
+        raise UnsupportedError(f"{node}: the pad value {node.attrs['value']} is outside int8")
+    pairs = tuple(zip(pads[:rank], pads[rank:], strict=True))
+    return ctx.layer(PadLayer, node, op="PAD", pads=pairs, fill=fill, encoding=enc)
+
+
+def lower_concat(ctx: TfliteContext, node: Node) -> Layer:
+    """Concat: CONCATENATION, requantizing inputs on another quantization (a QUANTIZE)."""
+    e_out = ctx.encoding(node.outputs[0])
+    params = []
+    for name in node.inputs:
+        if ctx.const(name) is not None:
+            raise NotLowerable("a constant input of Concat")
+        e = ctx.encoding(name)
+        same = (e.scale, int(e.zero_point)) == (e_out.scale, int(e_out.zero_point))
+        params.append(
+            None
+            if same
+            else requantize_params(e.scale, e.zero_point, e_out.scale, e_out.zero_point)
+        )
+    fields = {"axis": int(node.attrs["axis"]), "params": tuple(params), "encoding": e_out}
+    return ctx.layer(ConcatLayer, node, op="CONCATENATION", **fields)
+
+
+def lower_clip(ctx: TfliteContext, node: Node) -> Layer:
+    """Clip / Relu on codes: QUANTIZE (a requantization) clamped to the activation's range."""
+    e_in, e_out = ctx.encoding(node.inputs[0]), ctx.encoding(node.outputs[0])
+    if node.op_type == "Relu":
+        attrs = {"activation": "relu"}
+    else:
+        lo, hi = float(node.attrs["min"]), float(node.attrs["max"])
+        attrs = {"activation": "clip", "activation_min": lo, "activation_max": hi}
+    low, high = ctx.activation(dataclasses.replace(node, attrs=node.attrs.merged(**attrs)), e_out)
+    params = requantize_params(e_in.scale, e_in.zero_point, e_out.scale, e_out.zero_point)
+    op = node.attrs.get("tflite_op", "QUANTIZE" if node.op_type == "Clip" else "RELU")
+    return ctx.layer(
+        RequantizeLayer, node, op=op, params=params, low=low, high=high, encoding=e_out
+    )
+
+
+def unsupported(ctx: TfliteContext, node: Node, why: str) -> UnsupportedError:
+    """The error for an op with no TFLite int8 kernel (there is no float fallback)."""
+    reason = f" ({why})" if why else ""
+    return UnsupportedError(
+        f"{node}: operator {node.op_type!r} has no TFLite int8 reference kernel here{reason}; "
+        f"supported operators: {', '.join(RULES.supported())}"
+    )
+
+
+RULES: RuleTable[TfliteContext] = RuleTable(
+    rules={
+        "Conv": lower_conv,
+        "Gemm": lower_dense,
+        "MatMul": lower_dense,
+        "Add": lower_binary,
+        "Sub": lower_binary,
+        "Mul": lower_binary,
+        "MaxPool": lower_pool,
+        "AveragePool": lower_pool,
+        "GlobalAveragePool": lower_mean,
+        "ReduceMean": lower_mean,
+        "Pad": lower_pad,
+        "Concat": lower_concat,
+        "Clip": lower_clip,
+        "Relu": lower_clip,
+        **dict.fromkeys(("Reshape", "Transpose", "Flatten", "Identity", "Dropout"), lower_move),
+    },
+    unsupported=unsupported,
+)

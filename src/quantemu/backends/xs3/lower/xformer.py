@@ -1,0 +1,208 @@
+"""XS3 as xcore-opt 1.4.2 (xformer) builds a model: ``XC_conv2d_v2`` for convolutions.
+
+The TFLite int8 view of the graph (the model's own quantization, or TensorFlow's converter
+rules) comes from the ``tflite`` backend's context; every operator xformer leaves to the
+runtime's builtin kernels runs TFLite-Micro's reference kernel (the ``tflite`` backend's rules
+with ``runtime=tflite_micro``). Convolutions, depthwise convolutions and fully connected layers
+become ``XC_conv2d_v2``: the raw int8 input (padding taps hold the input zero point, as the
+``XC_pad`` xformer inserts) is accumulated exactly against the int8 weights, and lib_nn's output
+transform (VLSAT, VLMUL, VLADD, VLASHR, VDEPTH8) maps the sums to int8 with the parameters
+xcore-opt's solver derives (:mod:`quantemu.backends.xs3.xformer.output_transform`). A conv
+whose output-transform error exceeds xcore-opt's threshold is reverted to TFLite's CONV_2D, as
+the compiler does. A fused ReLU/ReLU6 is ignored when the output zero point is -128 (the XC op
+only saturates) and otherwise applied as the ``XC_lookup`` xformer splits out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from quantemu.backends.tflite.lower import rules as tflite_rules
+from quantemu.backends.tflite.lower.context import TfliteContext
+from quantemu.backends.xs3.xformer.output_transform import (
+    DEFAULT_ERR_THRESHOLD,
+    OtKind,
+    OutputTransform,
+    solve_output_transform,
+)
+from quantemu.backends.xs3.xformer.runtime import VlashrRounding, ot_channelwise, ot_group
+from quantemu.graph.ir import Node
+from quantemu.intmath import matmul_exact, sliding_windows
+from quantemu.program import Layer, LayerOutput, LinearEncoding, QTensor
+from quantemu.program.lowering import NotLowerable, RuleTable
+
+NOTE_TFLM = "xcore-opt keeps this TFLite operator: TFLite-Micro's reference kernel"
+
+
+class XformerContext(TfliteContext):
+    """The TFLite int8 view of the graph, lowered for the xs3 backend (xs3 options)."""
+
+    backend = "xs3"
+
+
+def lookup_table(kind: str, e_in: LinearEncoding, e_out: LinearEncoding, bounds=(0.0, 6.0)):
+    """``XC_lookup``'s 256-entry table (index = the input code + 128), built as xformer does:
+    ``x = (q - zp_in) * s_in`` and ``f(x)`` in double, ``round(f / s_out)`` half away from zero,
+    plus ``zp_out``, clamped to int8."""
+    q = np.arange(-128, 128, dtype=np.float64)
+    x = (q - int(e_in.zero_point)) * float(e_in.scale)
+    # ReLU, or a clip (ReLU6 is clip 0..6)
+    f = np.maximum(x, 0.0) if kind == "relu" else np.minimum(np.maximum(x, bounds[0]), bounds[1])
+    r = f / float(e_out.scale)
+    rounded = np.where(r >= 0, np.floor(r + 0.5), np.ceil(r - 0.5))
+    return np.clip(rounded + int(e_out.zero_point), -128, 127).astype(np.int8)
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class XcConv2dLayer(Layer):
+    """``XC_conv2d_v2``: exact sums over the zero-point-padded raw input, lib_nn's OT."""
+
+    weights: np.ndarray  # OIHW int8 (depthwise: (C, 1, kh, kw))
+    depthwise: bool
+    strides: tuple[int, int]
+    dilations: tuple[int, int]
+    pads: tuple[int, int, int, int]
+    pad_value: int
+    ot: OutputTransform
+    rounding: VlashrRounding
+    table: np.ndarray | None  # the split-out XC_lookup, if any
+    encoding: LinearEncoding
+
+    def compute(self, inputs: list[QTensor]) -> LayerOutput:
+        """Sums, then the group or channelwise output transform on channels-last values."""
+        x = inputs[0].codes
+        if x.ndim == 2:  # a fully connected layer: a 1x1 conv on (N, I, 1, 1)
+            x = x[:, :, None, None]
+        acc = self._sums(x).transpose(0, 2, 3, 1)  # (N, OH, OW, C)
+        ot = self.ot
+        if ot.kind is OtKind.GROUP:
+            y = ot_group(acc, ot.mul, ot.bias, ot.initial_shr, ot.final_shr, rounding=self.rounding)
+        else:
+            y = ot_channelwise(acc, ot.shift, ot.mul, ot.bias, ot.final_shr, rounding=self.rounding)
+        y = y.transpose(0, 3, 1, 2)
+        if inputs[0].codes.ndim == 2:
+            y = y[:, :, 0, 0]
+        counters = {}
+        if self.table is not None:
+            looked = self.table[y.astype(np.int64) + 128]
+            counters["activation_clamped"] = int(np.count_nonzero(looked != y))
+            y = looked
+        return LayerOutput(QTensor(np.ascontiguousarray(y, np.int8), self.encoding), counters)
+
+    def _sums(self, x: np.ndarray) -> np.ndarray:
+        kh, kw = self.weights.shape[2:]
+        win = sliding_windows(
+            x.astype(np.int16),
+            (kh, kw),
+            strides=self.strides,
+            dilations=self.dilations,
+            pads=self.pads,
+            pad_value=self.pad_value,
+        )  # (N, C, OH, OW, kh, kw)
+        n, c, oh, ow = win.shape[:4]
+        if self.depthwise:
+            w = self.weights[:, 0].astype(np.int64)
+            acc = np.zeros((n, c, oh, ow), np.int64)  # |acc| <= kh*kw*128*128
+            for r in range(kh):  # a loop over taps, each a whole-tensor product
+                for s in range(kw):
+                    acc += win[..., r, s] * w[None, :, None, None, r, s]
+            return acc
+        cols = win.transpose(0, 2, 3, 1, 4, 5).reshape(n * oh * ow, c * kh * kw)
+        out = self.weights.shape[0]
+        acc = matmul_exact(cols, self.weights.reshape(out, -1).T, a_max=128)
+        return acc.reshape(n, oh, ow, out).transpose(0, 3, 1, 2)
+
+
+def _padded_channels(count: int) -> int:
+    """xformer pads output channels to a multiple of 4 (zero filters, scale 1, zero bias)."""
+    return int(math.ceil(count / 4) * 4)
+
+
+def solve(ctx, codes, bias, s_w, encodings) -> OutputTransform:
+    """xcore-opt's output transform for ``codes`` (O, ...) with the padding channels it adds;
+    ``encodings``: the input's and the output's."""
+    e_in, e_out = encodings
+    out = codes.shape[0]
+    rows = codes.reshape(out, -1).astype(np.int8)
+    full = _padded_channels(out)
+    rows = np.concatenate([rows, np.zeros((full - out, rows.shape[1]), np.int8)])
+    b = np.zeros(full, np.int64)
+    if bias is not None:
+        b[:out] = bias
+    scales = np.concatenate([np.asarray(s_w, np.float32), np.ones(full - out, np.float32)])
+    ot = solve_output_transform(
+        rows,
+        b,
+        s_in=np.float32(e_in.scale),
+        zp_in=int(e_in.zero_point),
+        s_w=scales,
+        s_out=np.float32(e_out.scale),
+        zp_out=int(e_out.zero_point),
+        threshold=ctx.options.conv_err_threshold,
+    )
+    keep = slice(0, out)
+    return dataclasses.replace(ot, mul=ot.mul[keep], bias=ot.bias[keep], shift=ot.shift[keep])
+
+
+def _table(ctx, node: Node, e_out: LinearEncoding) -> np.ndarray | None:
+    """The XC_lookup xformer splits out of a conv with a fused ReLU/ReLU6 (zp_out != -128)."""
+    kind = node.attrs.get("activation")
+    if kind is None or int(e_out.zero_point) == -128:
+        return None  # the XC op only saturates: the activation is dropped
+    if kind == "relu":
+        return lookup_table("relu", e_out, e_out)
+    if kind == "clip":
+        bounds = (float(node.attrs["activation_min"]), float(node.attrs["activation_max"]))
+        return lookup_table("clip", e_out, e_out, bounds)
+    raise NotLowerable(f"fused activation {kind!r}")
+
+
+def lower_xc_conv(ctx: TfliteContext, node: Node) -> Layer:
+    """Conv / Gemm / MatMul as ``XC_conv2d_v2`` (or the reverted TFLite op)."""
+    dense = node.op_type in ("Gemm", "MatMul")
+    if dense:
+        base = tflite_rules.lower_dense(ctx, node)
+        w = base.weights[:, :, None, None]
+        geometry = {"strides": (1, 1), "dilations": (1, 1), "pads": (0, 0, 0, 0)}
+        depthwise = False
+    else:
+        base = tflite_rules.lower_conv(ctx, node)
+        w, depthwise = base.weights, base.depthwise
+        geometry = {"strides": base.strides, "dilations": base.dilations, "pads": base.pads}
+    e_in, e_out = ctx.encoding(node.inputs[0]), base.encoding
+    _, s_w = ctx.weights(node, 1, axis=0 if not dense or node.attrs.get("transB") else 1)
+    ot = solve(ctx, w if not depthwise else w[:, 0], base.bias, s_w, (e_in, e_out))
+    if ot.kind is OtKind.REVERT_TO_TFLITE:
+        note = f"xcore-opt reverts it to TFLite (OT error {ot.error:.3g} > threshold)"
+        return dataclasses.replace(base, note=note, exact=True)
+    return ctx.layer(
+        XcConv2dLayer,
+        node,
+        op="XC_conv2d_v2",
+        inputs=(node.inputs[0],),
+        weights=np.ascontiguousarray(w, np.int8),
+        depthwise=depthwise,
+        pad_value=int(e_in.zero_point),
+        ot=ot,
+        rounding=ctx.options.vlashr,
+        table=_table(ctx, node, e_out),
+        encoding=e_out,
+        **geometry,
+    )
+
+
+RULES: RuleTable[TfliteContext] = RuleTable(
+    rules={
+        **tflite_rules.RULES.rules,
+        "Conv": lower_xc_conv,
+        "Gemm": lower_xc_conv,
+        "MatMul": lower_xc_conv,
+    },
+    unsupported=tflite_rules.unsupported,
+)
+
+__all__ = ["DEFAULT_ERR_THRESHOLD", "RULES", "XcConv2dLayer", "lookup_table", "lower_xc_conv"]

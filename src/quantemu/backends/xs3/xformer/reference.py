@@ -1,0 +1,62 @@
+"""Scalar Python-int twins of :mod:`quantemu.backends.xs3.xformer.runtime`: the specification.
+
+Each function follows lib_nn's ``vpu_sim.c`` lane by lane on plain ints (S16 mode, XS3A).
+"""
+
+from __future__ import annotations
+
+
+def sat_sym(v: int, bits: int) -> int:
+    """``vpu_saturate``: clamp to ``[-(2**(bits-1) - 1), 2**(bits-1) - 1]``.
+
+    >>> [sat_sym(v, 16) for v in (-40000, -32768, 0, 40000)]
+    [-32767, -32767, 0, 32767]
+    """
+    hi = (1 << (bits - 1)) - 1
+    return max(-hi, min(hi, v))
+
+
+def vlsat(acc: int, s: int) -> int:
+    """``SAT16((acc + 2**(s-1)) >> s)`` (``s > 0``), ``SAT16(acc)`` (``s == 0``)."""
+    return sat_sym((acc + (1 << (s - 1))) >> s if s > 0 else acc, 16)
+
+
+def vlashr(t: int, s: int, *, truncate: bool = False) -> int:
+    """``VLASHR`` (S16): sign for ``s >= 15``; rounding (or, ``truncate``, floor) right shift
+    for ``0 < s < 15``; 32-bit wrapping left shift for ``s <= 0``; then ``SAT16``."""
+    if s >= 15:
+        v = -1 if t < 0 else 0
+    elif s > 0:
+        v = t >> s if truncate else (t + (1 << (s - 1))) >> s
+    else:
+        v = ((t << -s) + (1 << 31)) % (1 << 32) - (1 << 31)
+    return sat_sym(v, 16)
+
+
+def vlmul(t: int, m: int) -> int:
+    """``SAT16((t * m + 2**13) >> 14)``."""
+    return sat_sym((t * m + (1 << 13)) >> 14, 16)
+
+
+def vladd(t: int, b: int) -> int:
+    """``SAT16(t + b)``."""
+    return sat_sym(t + b, 16)
+
+
+def vdepth8_fixed(t: int) -> int:
+    """``clamp((t + 128) >> 8, -128, 127)``."""
+    return max(-128, min(127, (t + 128) >> 8))
+
+
+def ot_group(acc: int, mul: int, bias: int, initial_shr: int, final_shr: int, *, truncate=False):
+    """One lane of the group OT (``output_transform_fn_impl``)."""
+    acc = sat_sym(acc, 32)
+    t = vlsat(acc, initial_shr) if initial_shr > 0 else vlashr(vlsat(acc, 0), initial_shr)
+    t = vladd(vlmul(t, mul), bias)
+    return vdepth8_fixed(vlashr(t, final_shr, truncate=truncate))
+
+
+def ot_channelwise(acc: int, shift: int, mul: int, bias: int, final_shr: int, *, truncate=False):
+    """One lane of the channelwise OT (``output_transform_fn_int_channelwise_impl``)."""
+    t = vladd(vlmul(vlsat(sat_sym(acc, 32), shift), mul), bias)
+    return vdepth8_fixed(vlashr(t, final_shr, truncate=truncate))
