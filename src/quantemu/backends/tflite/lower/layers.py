@@ -7,10 +7,19 @@ vectorized kernel of this package.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from quantemu.backends.tflite.activation import (
+    hard_swish_int8,
+    leaky_relu_int8,
+    logistic_int8,
+    relu_int8,
+    tanh_int8,
+)
 from quantemu.backends.tflite.conv import conv2d, depthwise_conv2d, fully_connected
 from quantemu.backends.tflite.elementwise import add, mul
 from quantemu.backends.tflite.params import (
@@ -25,6 +34,7 @@ from quantemu.backends.tflite.params import (
 from quantemu.backends.tflite.pool import average_pool2d, max_pool2d
 from quantemu.backends.tflite.reduce import mean
 from quantemu.backends.tflite.requant import concatenation, pad, requantize
+from quantemu.backends.tflite.softmax import softmax_int8
 from quantemu.graph.ir import Attrs
 from quantemu.graph.ops import OPS
 from quantemu.program import Layer, LayerOutput, LinearEncoding, QTensor
@@ -187,3 +197,32 @@ class ConcatLayer(Layer):
         """The copy, after the requantizations."""
         y, counters = concatenation([t.codes for t in inputs], self.axis, self.params)
         return LayerOutput(QTensor(np.asarray(y, np.int8), self.encoding), counters)
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class ActivationLayer(Layer):
+    """A standalone activation or SOFTMAX: one of the kernels of :mod:`..activation` /
+    :mod:`..softmax` with its ``Prepare`` parameters (``axis`` for SOFTMAX)."""
+
+    kind: str
+    params: Any
+    encoding: LinearEncoding
+    axis: int = -1
+
+    def compute(self, inputs: list[QTensor]) -> LayerOutput:
+        """The runtime's kernel for ``kind``."""
+        x = inputs[0].codes
+        if self.kind == "softmax":
+            y, counters = softmax_int8(x, self.params, axis=self.axis)
+        else:
+            y, counters = ACTIVATIONS[self.kind](x, self.params)
+        return LayerOutput(QTensor(np.asarray(y).astype(np.int8), self.encoding), dict(counters))
+
+
+ACTIVATIONS: dict[str, Callable] = {
+    "relu": relu_int8,
+    "leaky_relu": leaky_relu_int8,
+    "hard_swish": hard_swish_int8,
+    "logistic": logistic_int8,
+    "tanh": tanh_int8,
+}

@@ -11,8 +11,17 @@ import dataclasses
 
 import numpy as np
 
+from quantemu.backends.tflite.activation_params import (
+    hard_swish_params,
+    leaky_relu_params,
+    logistic_params,
+    relu_params,
+    softmax_params,
+    tanh_params,
+)
 from quantemu.backends.tflite.lower.context import TfliteContext
 from quantemu.backends.tflite.lower.layers import (
+    ActivationLayer,
     BinaryLayer,
     ConcatLayer,
     ConvLayer,
@@ -24,6 +33,7 @@ from quantemu.backends.tflite.lower.layers import (
     RequantizeLayer,
 )
 from quantemu.backends.tflite.params import (
+    FusedActivation,
     TfliteRuntime,
     add_params,
     conv_params,
@@ -244,6 +254,66 @@ def lower_clip(ctx: TfliteContext, node: Node) -> Layer:
     )
 
 
+STANDARD_RELU = {(0.0, 6.0): FusedActivation.RELU6, (-1.0, 1.0): FusedActivation.RELU_N1_TO_1}
+
+
+def lower_relu(ctx: TfliteContext, node: Node) -> Layer:
+    """Relu, and Clip with ReLU6 / ReLU-N1-to-1 bounds: the runtime's RELU kernels; any other
+    Clip (a QUANTIZE, or a general clamp) requantizes and clamps (:func:`lower_clip`)."""
+    if node.op_type == "Relu":
+        kind = FusedActivation.RELU
+    else:
+        kind = STANDARD_RELU.get((float(node.attrs["min"]), float(node.attrs["max"])))
+        if kind is None or node.attrs.get("tflite_op") == "QUANTIZE":
+            return lower_clip(ctx, node)
+    e_in, e_out = ctx.encoding(node.inputs[0]), ctx.encoding(node.outputs[0])
+    args = (e_in.scale, e_in.zero_point, e_out.scale, e_out.zero_point)
+    params = relu_params(kind, *args, runtime=ctx.options.runtime)
+    return ctx.layer(
+        ActivationLayer, node, op=kind.value, kind="relu", params=params, encoding=e_out
+    )
+
+
+def lower_activation(ctx: TfliteContext, node: Node) -> Layer:
+    """LeakyRelu, HardSwish, Sigmoid, Tanh: LEAKY_RELU, HARD_SWISH, LOGISTIC, TANH."""
+    e_in, e_out = ctx.encoding(node.inputs[0]), ctx.output_encoding(node)
+    runtime = ctx.options.runtime
+    si, zi, so, zo = e_in.scale, e_in.zero_point, e_out.scale, e_out.zero_point
+    if node.op_type == "LeakyRelu":
+        kind, op = "leaky_relu", "LEAKY_RELU"
+        params = leaky_relu_params(si, zi, so, zo, node.attrs["alpha"], runtime=runtime)
+    elif node.op_type == "HardSwish":
+        kind, op = "hard_swish", "HARD_SWISH"
+        params = hard_swish_params(si, zi, so, zo, runtime=runtime)
+    elif node.op_type == "Sigmoid":
+        kind, op = "logistic", "LOGISTIC"
+        params = logistic_params(si, zi, so, zo, runtime=runtime)
+    else:
+        kind, op = "tanh", "TANH"
+        params = tanh_params(si, zi, so, zo, runtime=runtime)
+    return ctx.layer(ActivationLayer, node, op=op, kind=kind, params=params, encoding=e_out)
+
+
+def lower_softmax(ctx: TfliteContext, node: Node) -> Layer:
+    """Softmax over one axis (opset >= 13 semantics): SOFTMAX, gemmlowp's fixed point."""
+    if node.attrs.get("coerce_2d") and node.attrs["axis"] != len(ctx.shape(node.inputs[0])) - 1:
+        raise NotLowerable("opset < 13 Softmax over several axes")
+    e_in, e_out = ctx.encoding(node.inputs[0]), ctx.output_encoding(node)
+    beta = float(node.attrs.get("beta", 1.0))
+    params = softmax_params(
+        e_in.scale, beta, e_out.scale, e_out.zero_point, runtime=ctx.options.runtime
+    )
+    return ctx.layer(
+        ActivationLayer,
+        node,
+        op="SOFTMAX",
+        kind="softmax",
+        params=params,
+        encoding=e_out,
+        axis=int(node.attrs["axis"]),
+    )
+
+
 def unsupported(ctx: TfliteContext, node: Node, why: str) -> UnsupportedError:
     """The error for an op with no TFLite int8 kernel (there is no float fallback)."""
     reason = f" ({why})" if why else ""
@@ -267,8 +337,13 @@ RULES: RuleTable[TfliteContext] = RuleTable(
         "ReduceMean": lower_mean,
         "Pad": lower_pad,
         "Concat": lower_concat,
-        "Clip": lower_clip,
-        "Relu": lower_clip,
+        "Clip": lower_relu,
+        "Relu": lower_relu,
+        "LeakyRelu": lower_activation,
+        "HardSwish": lower_activation,
+        "Sigmoid": lower_activation,
+        "Tanh": lower_activation,
+        "Softmax": lower_softmax,
         **dict.fromkeys(("Reshape", "Transpose", "Flatten", "Identity", "Dropout"), lower_move),
     },
     unsupported=unsupported,
