@@ -37,7 +37,7 @@ def layer_kind(stats) -> str:
 def sqnr_text(value: float) -> str:
     """SQNR in dB with one decimal; ``inf`` when the layer matches the float model exactly."""
     if math.isnan(value):
-        return "nan"
+        return "-"
     if math.isinf(value):
         return "inf" if value > 0 else "-inf"
     return f"{value:.1f}"
@@ -45,7 +45,7 @@ def sqnr_text(value: float) -> str:
 
 def accuracy_text(value: float | None) -> str:
     """A top-1 accuracy as a percentage, ``-`` without labels."""
-    return "-" if value is None else f"{100 * value:.2f}%"
+    return "-" if value is None or math.isnan(value) else f"{100 * value:.2f}%"
 
 
 def delta_text(float_accuracy: float | None, backend_accuracy: float | None) -> str:
@@ -57,6 +57,8 @@ def delta_text(float_accuracy: float | None, backend_accuracy: float | None) -> 
 
 def percent_text(fraction: float) -> str:
     """A fraction as a percentage; tiny non-zero fractions stay visible."""
+    if math.isnan(fraction):
+        return "-"
     if fraction == 0:
         return "0"
     if fraction < 1e-4:

@@ -8,6 +8,7 @@ labels are given.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -110,33 +111,59 @@ def evaluate(
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise InvalidInputError(f"batch_size must be a positive int, got {batch_size!r}")
     acc = {layer.name: LayerAccumulator() for layer in program.lowered.layers}
+    floats = has_float_reference(program.graph)
     out_name = program.graph.outputs[0]
     float_pred, backend_pred = [], []
     for start in range(0, x.shape[0], batch_size):
         batch = x[start : start + batch_size]
-        reference = program.graph.run_float(program.float_input(batch), intermediates=True)
+        reference = (
+            program.graph.run_float(program.float_input(batch), intermediates=True)
+            if floats
+            else None
+        )
         result = program.run(batch)
         if on_result is not None:
             on_result(result)
         for layer in program.lowered.layers:
             acc[layer.name].update(
-                result.tensors[layer.output], reference[layer.output], result.counters[layer.name]
+                result.tensors[layer.output],
+                None if reference is None else reference[layer.output],
+                result.counters[layer.name],
             )
-        float_pred.append(top1(reference[out_name]))
+        if reference is not None:
+            float_pred.append(top1(reference[out_name]))
         backend_pred.append(top1(result.outputs[out_name]))
         if on_batch is not None:
             on_batch(batch.shape[0])
-    float_pred = np.concatenate(float_pred)
     backend_pred = np.concatenate(backend_pred)
+    header = dict(program.header)
+    if not floats:
+        header["float reference"] = NO_FLOAT
+        float_pred = np.full(backend_pred.shape, -1)
+    else:
+        float_pred = np.concatenate(float_pred)
     return Evaluation(
         backend=program.backend,
-        header=program.header,
+        header=header,
         layers=tuple(_stats(layer, acc[layer.name]) for layer in program.lowered.layers),
         samples=int(x.shape[0]),
-        float_accuracy=None if labels is None else float(np.mean(float_pred == labels)),
+        float_accuracy=None
+        if labels is None or not floats
+        else float(np.mean(float_pred == labels)),
         backend_accuracy=None if labels is None else float(np.mean(backend_pred == labels)),
-        agreement=float(np.mean(float_pred == backend_pred)),
+        agreement=float(np.mean(float_pred == backend_pred)) if floats else math.nan,
     )
+
+
+NO_FLOAT = (
+    "none: a compiled model's custom operators have no float meaning (counters only; run the "
+    "int8 model it was compiled from for error statistics)"
+)
+
+
+def has_float_reference(graph) -> bool:
+    """False for a graph with compiled custom operators (an ``.xcore.tflite`` model)."""
+    return not any(node.op_type == "TfliteCustom" for node in graph.nodes)
 
 
 def _stats(layer, accumulator: LayerAccumulator) -> LayerStats:

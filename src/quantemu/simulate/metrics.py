@@ -43,9 +43,17 @@ class LayerAccumulator:
     hist: np.ndarray = field(default_factory=lambda: np.zeros(2 * HIST_RANGE + 1, np.int64))
     counters: Counter = field(default_factory=Counter)
     encoding_text: str = ""
+    unreferenced: bool = False  # no float reference was given (a compiled model)
 
-    def update(self, tensor: QTensor, reference: np.ndarray, counters) -> None:
-        """Add one batch: the layer's output ``tensor`` and the float ``reference``."""
+    def update(self, tensor: QTensor, reference: np.ndarray | None, counters) -> None:
+        """Add one batch: the layer's output ``tensor`` and the float ``reference`` (``None``
+        for a model without a float meaning: only the counters are kept)."""
+        if reference is None:
+            self.elements += tensor.codes.size
+            self.encoding_text = tensor.encoding.describe()
+            self.counters.update({k: int(v) for k, v in counters.items()})
+            self.unreferenced = True
+            return
         ref = np.asarray(reference, dtype=np.float64)
         deq = tensor.dequantize().astype(np.float64)
         if deq.shape != ref.shape:
@@ -81,12 +89,18 @@ class LayerAccumulator:
             sqnr = 10.0 * math.log10(self.ref_sq / self.err_sq)
         norm = math.sqrt(self.ref_sq * self.deq_sq)
         cosine = self.dot / norm if norm > 0 else (1.0 if self.err_sq == 0.0 else 0.0)
+        if self.unreferenced:  # nothing to compare with: no statistic, only the counters
+            sqnr = cosine = math.nan
         return {
             "elements": self.elements,
             "sqnr_db": sqnr,
             "cosine": cosine,
             "max_abs_lsb": self.max_lsb,
-            "fraction_off": self.off_by_one / self.elements if self.elements else 0.0,
+            "fraction_off": (
+                math.nan
+                if self.unreferenced
+                else (self.off_by_one / self.elements if self.elements else 0.0)
+            ),
             "lsb_histogram": self.hist.tolist(),
             "counters": dict(self.counters),
         }
