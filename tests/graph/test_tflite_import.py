@@ -101,3 +101,12 @@ def test_truncated_file(tmp_path, keep):
 def test_missing_file(tmp_path):
     with pytest.raises(InvalidInputError, match="cannot read"):
         load_tflite(tmp_path / "nope.tflite")
+
+
+def test_inspect_shows_tflite_ops_and_quantization(capsys):
+    from quantemu.cli import main
+
+    assert main(["inspect", str(DATA / "depthwise_sep.int8.tflite")]) == 0
+    out = capsys.readouterr().out
+    assert "DEPTHWISE_CONV_2D" in out and "quantization from the model (tflite)" in out
+    assert "(axis 0) z=0 int8" in out and "z=0 int32" in out

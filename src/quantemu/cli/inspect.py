@@ -25,9 +25,11 @@ if TYPE_CHECKING:
     from quantemu.graph import Graph
 
 _DESCRIPTION = """\
-Import an ONNX model and print its graph: one row per node with input, weight and output shapes,
-parameter and MAC counts, and totals. MODEL is a .onnx file or the word 'demo' (the built-in
-digits CNN). With --optimize the default pass pipeline runs first; --dump-after PASS and
+Import an ONNX or TFLite model and print its graph: one row per node with input, weight and
+output shapes, parameter and MAC counts, and totals; for a pre-quantized model (an int8 .tflite
+file, a QDQ .onnx file) also every node's quantization: the TFLite operator, the scale, zero
+point and dtype of its inputs, weights (per-channel scales as their range), bias and output.
+MODEL is a .onnx or .tflite file or the word 'demo' (the built-in digits CNN). With --optimize the default pass pipeline runs first; --dump-after PASS and
 --dump-passes print the graph after passes; --passes lists the passes. --lint BACKEND lists
 where the optimized model breaks the backend's model constraints, with advice (backends with a
 registered lint: {lint}).
@@ -50,7 +52,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         description=_DESCRIPTION.format(lint=", ".join(linted) or "none"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("model", nargs="?", metavar="MODEL", help="a .onnx file, or 'demo'")
+    parser.add_argument(
+        "model", nargs="?", metavar="MODEL", help="a .onnx or .tflite file, or 'demo'"
+    )
     parser.add_argument("--passes", action="store_true", help="list the graph passes and exit")
     parser.add_argument(
         "-O", "--optimize", action="store_true", help="run the default pass pipeline first"

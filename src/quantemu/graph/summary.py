@@ -75,7 +75,8 @@ def header_lines(graph: Graph) -> list[str]:
     if graph.quant_overrides:
         per_axis = sum(1 for q in graph.quant_overrides.values() if q.per_axis)
         lines.append(
-            f"quantization overrides (QDQ): {len(graph.quant_overrides)} tensors "
+            f"quantization from the model ({graph.metadata.get('source_format', 'QDQ')}): "
+            f"{len(graph.quant_overrides)} tensors "
             f"({per_axis} per-axis)"
         )
     return lines
@@ -88,6 +89,10 @@ def print_summary(graph: Graph, console: Console | None = None) -> None:
         console.print(line, highlight=False, markup=False)
     console.print(summary_table(graph))
     console.print("MACs are per sample.", highlight=False, style="dim")
+    if graph.quant_overrides:
+        from quantemu.graph.quant_summary import quantization_table  # noqa: PLC0415
+
+        console.print(quantization_table(graph))
 
 
 def summary_text(graph: Graph, *, width: int = 120) -> str:
