@@ -110,3 +110,27 @@ def test_inspect_shows_tflite_ops_and_quantization(capsys):
     out = capsys.readouterr().out
     assert "DEPTHWISE_CONV_2D" in out and "quantization from the model (tflite)" in out
     assert "(axis 0) z=0 int8" in out and "z=0 int32" in out
+
+
+def _with_opcode(data: bytes, code: int) -> bytes:
+    """The model with its first operator code changed to builtin ``code`` (both fields)."""
+    import struct
+
+    import tflite
+
+    buf = bytearray(data)
+    tab = tflite.Model.GetRootAsModel(buf, 0).OperatorCodes(0)._tab
+    deprecated, builtin = tab.Offset(4), tab.Offset(10)
+    if deprecated:
+        buf[tab.Pos + deprecated] = min(code, 127)
+    if builtin:
+        struct.pack_into("<i", buf, tab.Pos + builtin, code)
+    return bytes(buf)
+
+
+def test_unsupported_operator_is_named_with_its_position():
+    data = (DATA / "mlp.int8.tflite").read_bytes()
+    first = read_tflite(data).operators[0]
+    with pytest.raises(UnsupportedError, match=r"operator 0 \(TRANSPOSE\).*supported TFLite"):
+        load_tflite(_with_opcode(data, 39))
+    assert first.name == "RESHAPE"
