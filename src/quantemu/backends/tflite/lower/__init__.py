@@ -36,5 +36,5 @@ def lower(graph: Graph, ranges, options: Options | None = None, **kwargs) -> Low
     """Lower an optimized ``graph`` with ``ranges`` onto TFLite's reference kernels."""
     opts = options if isinstance(options, Options) else Options.from_mapping(kwargs)
     ctx = TfliteContext(graph, ranges, opts)
-    input_encodings = {info.name: ctx.encoding(info.name) for info in graph.inputs}
+    input_encodings = {info.name: ctx.input_encoding(info.name) for info in graph.inputs}
     return LoweredModel("tflite", input_encodings, RULES.lower_graph(ctx), header(opts))

@@ -51,12 +51,41 @@ class TfliteContext(LoweringContext):
             self.encodings[out] = int8_encoding(*FIXED_OUTPUT[node.op_type])
         return self.encoding(out)
 
+    def input_encoding(self, name: str) -> LinearEncoding:
+        """How graph input ``name`` is quantized on entry.
+
+        A QDQ model quantizes an input with the Q/DQ pair right after it (imported as a
+        saturation Clip whose output carries the pair's override): when every reader of the
+        input is such a Clip with the same parameters, the input takes them, so the data enters
+        on the model's grid. Otherwise TFLite's parameters from the calibrated range.
+        """
+        readers = self.graph.consumers(name)
+        overrides = [self.graph.quant_overrides.get(n.outputs[0]) for n in readers]
+        clips = readers and all(n.op_type == "Clip" for n in readers) and None not in overrides
+        if clips and all(o.same_parameters(overrides[0]) for o in overrides):
+            self.encodings[name] = override_activation(overrides[0], name)
+        return self.encoding(name)
+
     def same_as_input(self, node: Node) -> LinearEncoding:
-        """The output takes the input's encoding unless the model fixes its own."""
-        out = node.outputs[0]
-        if out not in self.graph.quant_overrides:
-            self.encodings[out] = self.encoding(node.inputs[0])
-        return self.encoding(out)
+        """Give the node's output the encoding of its first input (TFLite's same-scale
+        operators) and return it.
+
+        A QDQ override on the output with other parameters cannot be honoured by an operator
+        that moves codes unchanged: that is an error.
+        """
+        source = self.encoding(node.inputs[0])
+        output = node.outputs[0]
+        override = self.graph.quant_overrides.get(output)
+        if override is not None:
+            wanted = override_activation(override, output)
+            if (wanted.scale, wanted.zero_point) != (source.scale, source.zero_point):
+                raise UnsupportedError(
+                    f"{node}: the model quantizes {output!r} as {wanted.describe()} but its "
+                    f"input as {source.describe()}; this operator passes int8 codes through "
+                    "unchanged (TFLite requires equal input and output quantization)"
+                )
+        self.encodings[output] = source
+        return source
 
     def activation(self, node: Node, encoding: LinearEncoding) -> tuple[int, int]:
         """The int8 clamp range of the node's fused activation (int8's range without one)."""

@@ -106,7 +106,7 @@ def lower(graph: Graph, ranges, options: Options | None = None, **kwargs) -> Low
     opts = options if isinstance(options, Options) else Options.from_mapping(kwargs)
     if opts.toolchain is Toolchain.XFORMER:
         xctx = XformerContext(graph, ranges, opts)
-        encodings = {info.name: xctx.encoding(info.name) for info in graph.inputs}
+        encodings = {info.name: xctx.input_encoding(info.name) for info in graph.inputs}
         return LoweredModel("xs3", encodings, XFORMER_RULES.lower_graph(xctx), header(opts))
     ctx = Xs3Context(graph, ranges, opts)
     input_encodings = {info.name: ctx.input_encoding(info.name) for info in graph.inputs}
