@@ -59,6 +59,8 @@ class TfliteContext(LoweringContext):
         input is such a Clip with the same parameters, the input takes them, so the data enters
         on the model's grid. Otherwise TFLite's parameters from the calibrated range.
         """
+        if name in self.graph.quant_overrides:  # the model quantizes the input itself
+            return self.encoding(name)
         readers = self.graph.consumers(name)
         overrides = [self.graph.quant_overrides.get(n.outputs[0]) for n in readers]
         clips = readers and all(n.op_type == "Clip" for n in readers) and None not in overrides
