@@ -29,8 +29,9 @@ Import an ONNX or TFLite model and print its graph: one row per node with input,
 output shapes, parameter and MAC counts, and totals; for a pre-quantized model (an int8 .tflite
 file, a QDQ .onnx file) also every node's quantization: the TFLite operator, the scale, zero
 point and dtype of its inputs, weights (per-channel scales as their range), bias and output.
-MODEL is a .onnx or .tflite file or the word 'demo' (the built-in digits CNN). With --optimize the default pass pipeline runs first; --dump-after PASS and
---dump-passes print the graph after passes; --passes lists the passes. --lint BACKEND lists
+MODEL is a .onnx or .tflite file or the word 'demo' (the built-in digits CNN). With --optimize
+the default pass pipeline runs first; --dump-after PASS and --dump-passes print the graph after
+passes; --passes lists the passes. --lint BACKEND lists
 where the optimized model breaks the backend's model constraints, with advice (backends with a
 registered lint: {lint}).
 
