@@ -33,26 +33,15 @@ IDS = [f"{f}/{n}" for f, n in MODELS]
 # XC_ operators whose xformer lowering is not implemented yet: xs3 runs TFLite-Micro's kernel
 # there, which differs from XMOS's runtime on some codes (issue 14, what is left).
 XS3_PENDING = {
-    "add_channel_const": "XC_broadcast + XC_add",
-    "add_relu": "XC_add + XC_lookup",
-    "avgpool_same": "AVERAGE_POOL_2D as XC_pad + depthwise XC_conv2d_v2",
-    "concat": "XC_lookup for TANH/QUANTIZE, XC_concat",
-    "leaky_relu": "XC_lookup",
-    "mean_gap": "XC_mean",
-    "mean_gap_keepdims": "XC_mean",
-    "mixed_mobilenet": "XC_add, XC_mean",
     "mul": "XC_mul",
     "mul_channel_const": "XC_broadcast + XC_mul",
-    "relu6": "XC_lookup",
-    "sub": "XC_add",
-    "add": "XC_add",
 }
 XS3_MODELS = [
     pytest.param(
         f,
         n,
         id=f"{f}/{n}",
-        marks=[pytest.mark.xfail(reason=f"not yet emulated: {XS3_PENDING[n]}")]
+        marks=[pytest.mark.xfail(strict=True, reason=f"not yet emulated: {XS3_PENDING[n]}")]
         if n in XS3_PENDING
         else [],
     )

@@ -105,7 +105,9 @@ def fold_constants(graph: Graph) -> Graph:
     initializers = dict(graph.initializers)
     nodes = []
     for node in graph.nodes:
-        if node.inputs and all(not n or n in initializers for n in node.inputs):
+        # a compiled custom op has no float meaning to fold: its backend runs it
+        foldable = node.op_type != "TfliteCustom"
+        if foldable and node.inputs and all(not n or n in initializers for n in node.inputs):
             args = [initializers[n] if n else None for n in node.inputs]
             for name, value in zip(node.outputs, run_node(node, args), strict=False):
                 initializers[name] = np.asarray(value, dtype=np.float32)

@@ -23,6 +23,9 @@ import numpy as np
 
 from quantemu.backends.tflite.lower import rules as tflite_rules
 from quantemu.backends.tflite.lower.context import TfliteContext
+from quantemu.backends.xs3.lower import xformer_ops
+from quantemu.backends.xs3.lower.compiled import lower_compiled
+from quantemu.backends.xs3.xformer.lookup import lookup8, lookup_table_int8
 from quantemu.backends.xs3.xformer.output_transform import (
     DEFAULT_ERR_THRESHOLD,
     OtKind,
@@ -42,19 +45,6 @@ class XformerContext(TfliteContext):
     """The TFLite int8 view of the graph, lowered for the xs3 backend (xs3 options)."""
 
     backend = "xs3"
-
-
-def lookup_table(kind: str, e_in: LinearEncoding, e_out: LinearEncoding, bounds=(0.0, 6.0)):
-    """``XC_lookup``'s 256-entry table (index = the input code + 128), built as xformer does:
-    ``x = (q - zp_in) * s_in`` and ``f(x)`` in double, ``round(f / s_out)`` half away from zero,
-    plus ``zp_out``, clamped to int8."""
-    q = np.arange(-128, 128, dtype=np.float64)
-    x = (q - int(e_in.zero_point)) * float(e_in.scale)
-    # ReLU, or a clip (ReLU6 is clip 0..6)
-    f = np.maximum(x, 0.0) if kind == "relu" else np.minimum(np.maximum(x, bounds[0]), bounds[1])
-    r = f / float(e_out.scale)
-    rounded = np.where(r >= 0, np.floor(r + 0.5), np.ceil(r - 0.5))
-    return np.clip(rounded + int(e_out.zero_point), -128, 127).astype(np.int8)
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -88,7 +78,7 @@ class XcConv2dLayer(Layer):
             y = y[:, :, 0, 0]
         counters = {}
         if self.table is not None:
-            looked = self.table[y.astype(np.int64) + 128]
+            looked = lookup8(y, self.table)
             counters["activation_clamped"] = int(np.count_nonzero(looked != y))
             y = looked
         return LayerOutput(QTensor(np.ascontiguousarray(y, np.int8), self.encoding), counters)
@@ -153,11 +143,12 @@ def _table(ctx, node: Node, e_out: LinearEncoding) -> np.ndarray | None:
     kind = node.attrs.get("activation")
     if kind is None or int(e_out.zero_point) == -128:
         return None  # the XC op only saturates: the activation is dropped
+    s, z = e_out.scale, int(e_out.zero_point)
     if kind == "relu":
-        return lookup_table("relu", e_out, e_out)
+        return lookup_table_int8("relu", s, z, s, z)
     if kind == "clip":
         bounds = (float(node.attrs["activation_min"]), float(node.attrs["activation_max"]))
-        return lookup_table("clip", e_out, e_out, bounds)
+        return lookup_table_int8("clip", s, z, s, z, bounds=bounds)
     raise NotLowerable(f"fused activation {kind!r}")
 
 
@@ -201,8 +192,10 @@ RULES: RuleTable[TfliteContext] = RuleTable(
         "Conv": lower_xc_conv,
         "Gemm": lower_xc_conv,
         "MatMul": lower_xc_conv,
+        "TfliteCustom": lower_compiled,
+        **xformer_ops.RULES,
     },
     unsupported=tflite_rules.unsupported,
 )
 
-__all__ = ["DEFAULT_ERR_THRESHOLD", "RULES", "XcConv2dLayer", "lookup_table", "lower_xc_conv"]
+__all__ = ["DEFAULT_ERR_THRESHOLD", "RULES", "XcConv2dLayer", "lower_xc_conv"]

@@ -59,8 +59,8 @@ class XcConv2dV2:
     dilation: tuple[int, int]
     padding: tuple[int, int, int, int]
     pad_value: int
-    input_tensor: int
-    output_tensor: int
+    input_tensor: int | str  # a tensor index of the file, or an IR name
+    output_tensor: int | str
     input_shape: tuple[int, ...]
 
     def rows(self) -> np.ndarray:
@@ -82,8 +82,8 @@ class XcPad:
     copies: int
     end: int
     value: int
-    input_tensor: int
-    output_tensor: int
+    input_tensor: int | str  # a tensor index of the file, or an IR name
+    output_tensor: int | str
 
     def apply(self, x: np.ndarray) -> np.ndarray:
         """Pad the int8 tensor ``x`` (any shape, read as bytes); returns a flat int8 array."""
@@ -253,32 +253,68 @@ def _geometry(kt: KernelType, mp: bytes, agg: bytes, x_shape, y_shape):
     return x_shape, kh, kw, stride, (dh, dw), (0, 0, 0, 0), 0, k_bytes
 
 
-def _conv2d_v2(model, sg, op, opts: dict) -> XcConv2dV2:
-    ins = [op.Inputs(j) for j in range(op.InputsLength())]
+def conv2d_v2_params(opts: dict, x_shape, y_shape, weights, ot_data, *, tensors=(-1, -1)):
+    """:class:`XcConv2dV2` from decoded options, the input/output shapes (NHWC, the batch
+    dimension ignored), the raw int8 weight tensor and the int16 OT tensor as stored.
+
+    ``tensors`` are the input and output tensor ids to record (indices or IR names).
+    """
     try:
         kt = KernelType(int(opts["k"]))
         kind = OtKind(int(opts["t"]))
         mp, agg, ot = opts["mp"], opts["a"], opts["o"]
     except (KeyError, ValueError) as exc:
         raise UnsupportedError(f"XC_conv2d_v2 options {sorted(opts)} not decodable: {exc}") from exc
-    x_shape, y_shape = _shape(sg, ins[0]), _shape(sg, op.Outputs(0))
+    x_shape, y_shape = (1, *x_shape[1:]), (1, *y_shape[1:])
     cw = kind is OtKind.CHANNELWISE
     c_out, *shifts = _ints(ot, "ih" if cw else "ihh")
     final_shr = shifts[-1]
-    shift, mul, bias = unpack_ot(_tensor_data(model, sg, ins[2]), c_out, cw)
+    shift, mul, bias = unpack_ot(np.asarray(ot_data).view(np.int16).reshape(-1), c_out, cw)
     initial = int(shift[0]) if cw else shifts[0]
     if not cw:
         shift = np.full(c_out, initial, np.int16)
     x_shape, kh, kw, stride, dil, pads, pv, k_bytes = _geometry(kt, mp, agg, x_shape, y_shape)
-    raw = _tensor_data(model, sg, ins[1])
+    raw = np.asarray(weights).view(np.int8).reshape(-1)
     if kt.depthwise:
         w = recover_depthwise_weights(raw, c_out, kh * kw).reshape(1, kh, kw, c_out)
     else:
         w = recover_conv_weights(raw, c_out, k_bytes).reshape(c_out, kh, kw, -1)
     return XcConv2dV2(
         kt, kind, c_out, mul, bias, shift, initial, final_shr, w,
-        (kh, kw), stride, dil, pads, pv, ins[0], op.Outputs(0), x_shape,
+        (kh, kw), stride, dil, pads, pv, tensors[0], tensors[1], x_shape,
     )  # fmt: skip
+
+
+def pool_window(opts: dict, x_shape, y_shape):
+    """``(kernel, stride)`` of an XC_maxpool2d: its ``mp``/``a`` structs are a depthwise valid
+    direct kernel's (``DerefInputFn``, ``MatMulDirectFn_DW``)."""
+    try:
+        mp, agg = opts["mp"], opts["a"]
+    except KeyError as exc:
+        raise UnsupportedError(f"XC_maxpool2d options {sorted(opts)} lack {exc}") from exc
+    x_shape, y_shape = (1, *x_shape[1:]), (1, *y_shape[1:])
+    _, kh, kw, stride, dil, *_ = _geometry(
+        KernelType.DEPTHWISE_VALID_DIRECT, mp, agg, x_shape, y_shape
+    )
+    if dil != (1, 1):
+        raise UnsupportedError(f"XC_maxpool2d with window steps {dil} (dilation) is not decoded")
+    return (kh, kw), stride
+
+
+def pad_params(opts: dict, tensors=(-1, -1)) -> XcPad:
+    """:class:`XcPad` from XC_pad's decoded options (byte counts; ``z``'s low byte fills)."""
+    fill = ((int(opts.get("z", 0)) & 0xFF) ^ 0x80) - 0x80  # the low byte, signed
+    vals = [int(opts.get(k, 0)) for k in ("s", "p", "l", "n", "e")]
+    return XcPad(*vals, fill, tensors[0], tensors[1])
+
+
+def _conv2d_v2(model, sg, op, opts: dict) -> XcConv2dV2:
+    ins = [op.Inputs(j) for j in range(op.InputsLength())]
+    x_shape, y_shape = _shape(sg, ins[0]), _shape(sg, op.Outputs(0))
+    weights, ot_data = _tensor_data(model, sg, ins[1]), _tensor_data(model, sg, ins[2])
+    return conv2d_v2_params(
+        opts, x_shape, y_shape, weights, ot_data, tensors=(ins[0], op.Outputs(0))
+    )
 
 
 def xc_op_params(model, op_index: int, subgraph: int = 0):
@@ -302,8 +338,6 @@ def xc_op_params(model, op_index: int, subgraph: int = 0):
     ins = tuple(op.Inputs(j) for j in range(op.InputsLength()))
     outs = tuple(op.Outputs(j) for j in range(op.OutputsLength()))
     if name == "XC_pad":
-        fill = ((int(opts.get("z", 0)) & 0xFF) ^ 0x80) - 0x80  # the low byte, signed
-        vals = [int(opts.get(k, 0)) for k in ("s", "p", "l", "n", "e")]
-        return XcPad(*vals, fill, ins[0], outs[0])
+        return pad_params(opts, (ins[0], outs[0]))
     consts = {t: d for t in ins if (d := _tensor_data(model, sg, t)) is not None}
     return XcGeneric(name, opts, ins, outs, consts)

@@ -5,6 +5,8 @@ Each function follows lib_nn's ``vpu_sim.c`` lane by lane on plain ints (S16 mod
 
 from __future__ import annotations
 
+import struct
+
 
 def sat_sym(v: int, bits: int) -> int:
     """``vpu_saturate``: clamp to ``[-(2**(bits-1) - 1), 2**(bits-1) - 1]``.
@@ -60,3 +62,43 @@ def ot_channelwise(acc: int, shift: int, mul: int, bias: int, final_shr: int, *,
     """One lane of the channelwise OT (``output_transform_fn_int_channelwise_impl``)."""
     t = vladd(vlmul(vlsat(sat_sym(acc, 32), shift), mul), bias)
     return vdepth8_fixed(vlashr(t, final_shr, truncate=truncate))
+
+
+# ---------------------------------------------------------------- XC_add, XC_lookup, XC_mean
+
+
+def _f32(v: float) -> float:
+    """Round a double to the nearest float32 (ties to even), as a C ``float`` store does."""
+    return struct.unpack("<f", struct.pack("<f", v))[0]
+
+
+def add_elementwise(  # noqa: PLR0917 -- the operands, then the kernel's parameters
+    x1: int, x2: int, m1: int, m2: int, bias: int, shift: int
+) -> int:
+    """One lane of ``add_elementwise_ref``'s vector body: the bias in the 32-bit accumulator,
+    two saturating VLMACCs (``x * m``), then VLSAT_FIXED (``(acc + 2**(shift-1)) >> shift``
+    in int32, clamped to ``[-128, 127]``)."""
+    acc = sat_sym(bias + x1 * m1, 32)
+    acc = sat_sym(acc + x2 * m2, 32)
+    if shift:
+        acc = ((acc + (1 << (shift - 1)) + (1 << 31)) % (1 << 32) - (1 << 31)) >> shift
+    return max(-128, min(127, acc))
+
+
+def lookup8(x: int, table) -> int:
+    """``lookup8_ref``: the entry at the code's uint8 bit pattern."""
+    return int(table[x & 0xFF])
+
+
+def mean_int8(values, scale_mul: float, in_zero_point: float, out_zero_point: float) -> int:
+    """``mean_int8`` for one output: the codes ``values`` reduced, float32 steps as the C."""
+    n = len(values)
+    acc = int(_f32(-in_zero_point * _f32(float(n)))) + sum(int(v) for v in values)
+    q = _f32(_f32(_f32(float(acc)) * scale_mul) + out_zero_point)
+    q = min(max(q, -128.0), 127.0)
+    t = float(int(q))  # C roundf: ties away from zero
+    if q - t >= 0.5:
+        t += 1.0
+    elif q - t <= -0.5:
+        t -= 1.0
+    return int(t)
