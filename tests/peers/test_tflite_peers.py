@@ -30,18 +30,6 @@ MODELS = [
     for name in sorted(json.loads((path / "MANIFEST.json").read_text())["models"])
 ]
 IDS = [f"{f}/{n}" for f, n in MODELS]
-# XC_ operators whose xformer lowering is not implemented yet: xs3 runs TFLite-Micro's kernel
-# there, which differs from XMOS's runtime on some codes (issue 14, what is left).
-XS3_PENDING = {
-    "mul": "XC_mul",
-    "mul_channel_const": "XC_broadcast + XC_mul",
-}
-XS3_MODELS = [
-    pytest.param(
-        f,
-        n,
-        id=f"{f}/{n}",
-        marks=[pytest.mark.xfail(strict=True, reason=f"not yet emulated: {XS3_PENDING[n]}")]
         if n in XS3_PENDING
         else [],
     )
@@ -98,7 +86,7 @@ def test_tflite_micro(folder, name):
     assert np.array_equal(ours, _run_each(invoke, x))
 
 
-@pytest.mark.parametrize(("folder", "name"), XS3_MODELS)
+@pytest.mark.parametrize(("folder", "name"), MODELS, ids=IDS)
 def test_xmos_host_interpreter(folder, name):
     xinterpreters = pytest.importorskip("xmos_ai_tools.xinterpreters")
     compiled = (SETS[folder] / f"{name}.xcore.tflite").read_bytes()

@@ -51,3 +51,19 @@ def test_every_intermediate_tensor_equals_litert(name, manifest):
         assert np.array_equal(got, layers[ref["key"]]), (name, ref["op"], ir)
         checked += 1
     assert checked == len(info["ref_tensors"]) > 0
+
+
+FLOAT_IO = Path(__file__).resolve().parents[2] / "data" / "tflite_float_io"
+
+
+@pytest.mark.parametrize(
+    ("runtime", "key"), [("litert_reference", "y_tflite_ref"), ("tflite_micro", "y_tflm")]
+)
+def test_float_input_and_output_model(runtime, key):
+    """QUANTIZE at the input, DEQUANTIZE at the output (tools/make_tflite_float_io.py): no
+    calibration is needed, and the float outputs equal the runtime's exactly."""
+    data = np.load(FLOAT_IO / "float_io.npz")
+    program = quantemu.compile(FLOAT_IO / "float_io.int8.tflite", "tflite", runtime=runtime)
+    assert program.header["calibration"] == "the model's own quantization"
+    out = program.graph.outputs[0]
+    assert np.array_equal(program.run(data["x"]).outputs[out], data[key])

@@ -25,6 +25,7 @@ from quantemu.backends.tflite.lower import rules as tflite_rules
 from quantemu.backends.tflite.lower.context import TfliteContext
 from quantemu.backends.xs3.lower import xformer_ops
 from quantemu.backends.xs3.lower.compiled import lower_compiled
+from quantemu.backends.xs3.lower.xformer_mul import lower_xc_mul
 from quantemu.backends.xs3.xformer.lookup import lookup8, lookup_table_int8
 from quantemu.backends.xs3.xformer.output_transform import (
     DEFAULT_ERR_THRESHOLD,
@@ -194,6 +195,7 @@ RULES: RuleTable[TfliteContext] = RuleTable(
         "MatMul": lower_xc_conv,
         "TfliteCustom": lower_compiled,
         **xformer_ops.RULES,
+        "Mul": lower_xc_mul,
     },
     unsupported=tflite_rules.unsupported,
 )

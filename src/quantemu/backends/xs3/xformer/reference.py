@@ -102,3 +102,24 @@ def mean_int8(values, scale_mul: float, in_zero_point: float, out_zero_point: fl
     elif q - t <= -0.5:
         t -= 1.0
     return int(t)
+
+
+# ---------------------------------------------------------------- XC_mul
+
+
+def mul_elementwise(x1: int, x2: int, params: tuple[int, int, int, int, int]) -> int:
+    """One lane of lib_nn's ``mul_elementwise_ref`` (the host build), written as the C is:
+    ``params`` = ``(in1_offset, in2_offset, bias, scalar, vlashr_shr)``, the offsets being
+    ``-zero_point - 1``; the eight-term sum, VLSAT by 1, unclamped VLMUL, clamped VLADD,
+    VLASHR (floor right, int32-wrapping left), VDEPTH8."""
+    o1, o2, bias, scalar, shr = params
+    acc = o2 * x1 + o1 * x2 + x1 * x2 + o1 * o2 + x1 + x2 + o1 + o2
+    t = (acc + 1) >> 1
+    m = (scalar * t + (1 << 13)) >> 14
+    a = max(-32767, min(32767, m + bias))
+    if shr > 0:
+        a >>= shr
+    else:
+        a = ((a << -shr) + (1 << 31)) % (1 << 32) - (1 << 31)
+    a = max(-32767, min(32767, a))
+    return max(-128, min(127, (a + 128) >> 8))
