@@ -30,11 +30,6 @@ MODELS = [
     for name in sorted(json.loads((path / "MANIFEST.json").read_text())["models"])
 ]
 IDS = [f"{f}/{n}" for f, n in MODELS]
-        if n in XS3_PENDING
-        else [],
-    )
-    for f, n in MODELS
-]
 
 
 def _inputs(folder: str, name: str, n: int = 4) -> np.ndarray:
