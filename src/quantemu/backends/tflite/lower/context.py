@@ -119,6 +119,24 @@ class TfliteContext(LoweringContext):
             return np.asarray(override.values, np.int64).reshape(-1)
         return quantize_bias(self.constant(node, index, "bias"), bias_scales(s_in, s_w))
 
+    def operand(self, name: str) -> tuple[np.ndarray | None, LinearEncoding]:
+        """An elementwise operand: ``(int64 codes of a constant, or None, its encoding)``.
+
+        A constant's codes are the model's own integers where it gives them, else the constant
+        quantized as TFLite's converter quantizes a constant tensor (its own min/max range).
+        """
+        value = self.const(name)
+        if value is None:
+            return None, self.encoding(name)
+        override = self.graph.quant_overrides.get(name)
+        if override is not None and override.values is not None:
+            return np.asarray(override.values, np.int64), self.encoding(name)
+        if override is not None:
+            enc = self.encoding(name)
+        else:
+            enc = int8_encoding(*activation_params(float(value.min()), float(value.max())))
+        return enc.quantize(value).astype(np.int64), enc
+
     def _derive(self, name: str) -> LinearEncoding:
         override = self.graph.quant_overrides.get(name)
         if override is not None:

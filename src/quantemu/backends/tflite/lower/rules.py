@@ -44,7 +44,7 @@ from quantemu.backends.tflite.params import (
     requantize_params,
     sub_params,
 )
-from quantemu.backends.tflite.quantize import activation_params, int8_encoding, quantize_scalar
+from quantemu.backends.tflite.quantize import quantize_scalar
 from quantemu.errors import UnsupportedError
 from quantemu.graph.ir import Node
 from quantemu.program import Layer
@@ -115,21 +115,9 @@ def lower_dense(ctx: TfliteContext, node: Node) -> Layer:
     )
 
 
-def _operand(ctx: TfliteContext, name: str):
-    """A binary op's operand: ``(codes of a constant or None, its encoding)``."""
-    value = ctx.const(name)
-    if value is None:
-        return None, ctx.encoding(name)
-    override = ctx.graph.quant_overrides.get(name)
-    if override is not None and override.values is not None:
-        return np.asarray(override.values, np.int64), ctx.encoding(name)
-    enc = int8_encoding(*activation_params(float(value.min()), float(value.max())))
-    return enc.quantize(value).astype(np.int64), enc
-
-
 def lower_binary(ctx: TfliteContext, node: Node) -> Layer:
     """Add, Sub, Mul: ADD / SUB / MUL with their fused activation."""
-    (c1, e1), (c2, e2) = (_operand(ctx, n) for n in node.inputs[:2])
+    (c1, e1), (c2, e2) = (ctx.operand(n) for n in node.inputs[:2])
     if c1 is not None and c2 is not None:
         raise UnsupportedError(f"{node}: both operands are constant; fold them first")
     e_out = ctx.encoding(node.outputs[0])

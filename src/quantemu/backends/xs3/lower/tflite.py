@@ -32,9 +32,7 @@ from quantemu.backends.tflite.params import (
 )
 from quantemu.backends.tflite.quantize import (
     ActivationRange,
-    activation_params,
     activation_range,
-    int8_encoding,
 )
 from quantemu.backends.xs3.lower.context import Xs3Context
 from quantemu.backends.xs3.lower.pool import PoolGeometry
@@ -93,21 +91,9 @@ class AddLayer(Layer):
         return LayerOutput(QTensor(y, self.encoding), counters, {"acc": raw})
 
 
-def _constant_operand(ctx: Xs3Context, name: str):
-    """A constant ADD operand, quantized as TFLite quantizes a constant activation."""
-    value = ctx.const(name)
-    if value is None:
-        return None, ctx.encoding(name)
-    if name in ctx.graph.quant_overrides:
-        enc = ctx.encoding(name)
-    else:
-        enc = int8_encoding(*activation_params(float(value.min()), float(value.max())))
-    return enc.quantize(value), enc
-
-
 def lower_add(ctx: Xs3Context, node: Node) -> Layer:
     """Add / Sub as TFLite-Micro's reference kernel (module docstring), fused ReLU applied."""
-    (c1, e1), (c2, e2) = (_constant_operand(ctx, n) for n in node.inputs[:2])
+    (c1, e1), (c2, e2) = (ctx.operand(n) for n in node.inputs[:2])
     if c1 is not None and c2 is not None:
         raise UnsupportedError(f"{node}: both operands are constant; fold them first")
     enc_out = ctx.encoding(node.outputs[0])

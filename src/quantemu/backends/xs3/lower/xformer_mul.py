@@ -72,7 +72,7 @@ def _activation_table(node: Node, e_out: LinearEncoding) -> np.ndarray | None:
 def lower_xc_mul(ctx: TfliteContext, node: Node) -> Layer:
     """Mul: ``XC_mul`` (+ the ``XC_lookup`` of a fused RELU / RELU6), else TFLite's MUL."""
     base = tflite_rules.lower_binary(ctx, node)  # its checks, constants and output encoding
-    (_, e1), (_, e2) = (tflite_rules._operand(ctx, n) for n in node.inputs[:2])
+    (_, e1), (_, e2) = (ctx.operand(n) for n in node.inputs[:2])
     e_out = base.encoding
     if not all(_per_tensor_int8(e) for e in (e1, e2, e_out)):
         return dataclasses.replace(base, note=NOTE_KEPT)

@@ -112,7 +112,7 @@ def _activation_table(node: Node, encoding: LinearEncoding) -> np.ndarray | None
 
 def lower_xc_add(ctx: TfliteContext, node: Node) -> Layer:
     """Add / Sub: ``XC_add`` and the split-out activation."""
-    (c1, e1), (c2, e2) = (tflite_rules._operand(ctx, n) for n in node.inputs[:2])
+    (c1, e1), (c2, e2) = (ctx.operand(n) for n in node.inputs[:2])
     base = tflite_rules.lower_binary(ctx, node)  # its checks, constants and output encoding
     e_out = base.encoding
     params = xc_add_params(
