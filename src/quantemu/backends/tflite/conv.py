@@ -64,6 +64,8 @@ def _finish(acc: np.ndarray, params: ConvParams, channel_shape: tuple[int, ...],
         act_min=params.act_min,
         act_max=params.act_max,
         rounding=params.rounding,
+        floor=params.floor,
+        ceiling=params.ceiling,
     )
 
 

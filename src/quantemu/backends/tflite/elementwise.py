@@ -56,6 +56,8 @@ def add(x1, x2, params: AddParams):
         params.output_shift,
         params.output_offset,
         act_min=params.act_min,
+        floor=params.floor,
+        ceiling=params.ceiling,
         act_max=params.act_max,
     )
 
@@ -80,5 +82,7 @@ def mul(x1, x2, params: MulParams):
         params.output_shift,
         params.output_offset,
         act_min=params.act_min,
+        floor=params.floor,
+        ceiling=params.ceiling,
         act_max=params.act_max,
     )

@@ -166,6 +166,10 @@ class ConvParams:
     shifts: tuple[int, ...]
     act_min: int = INT8_MIN
     act_max: int = INT8_MAX
+    # Whether act_min / act_max come from a fused activation (a ReLU at zero point -128 sets
+    # act_min to the rail itself): the clamps there count as activation_clamped, not lost.
+    floor: bool = False
+    ceiling: bool = False
     rounding: MultiplierRounding = MultiplierRounding.DOUBLE
 
     def __post_init__(self) -> None:
@@ -204,6 +208,8 @@ def conv_params(  # noqa: PLR0917 -- TFLite's (scale, zero point) order
         shifts=tuple(s for _, s in pairs),
         act_min=lo,
         act_max=hi,
+        floor=FusedActivation(act) is not FusedActivation.NONE,
+        ceiling=FusedActivation(act) in (FusedActivation.RELU6, FusedActivation.RELU_N1_TO_1),
     )
 
 
@@ -250,6 +256,8 @@ def fully_connected_params(  # noqa: PLR0917 -- TFLite's (scale, zero point) ord
         shifts=(s,),
         act_min=lo,
         act_max=hi,
+        floor=FusedActivation(act) is not FusedActivation.NONE,
+        ceiling=FusedActivation(act) in (FusedActivation.RELU6, FusedActivation.RELU_N1_TO_1),
         rounding=rounding,
     )
 
@@ -271,6 +279,10 @@ class AddParams:
     output_shift: int
     act_min: int = INT8_MIN
     act_max: int = INT8_MAX
+    # Whether act_min / act_max come from a fused activation (a ReLU at zero point -128 sets
+    # act_min to the rail itself): the clamps there count as activation_clamped, not lost.
+    floor: bool = False
+    ceiling: bool = False
     subtract: bool = False
     left_shift: int = ADD_LEFT_SHIFT
 
@@ -312,6 +324,8 @@ def _add_like(s1, z1, s2, z2, s_out, z_out, *, act, where) -> dict:  # noqa: PLR
         output_shift=eo,
         act_min=lo,
         act_max=hi,
+        floor=FusedActivation(act) is not FusedActivation.NONE,
+        ceiling=FusedActivation(act) in (FusedActivation.RELU6, FusedActivation.RELU_N1_TO_1),
     )
 
 
@@ -361,6 +375,10 @@ class MulParams:
     output_shift: int
     act_min: int = INT8_MIN
     act_max: int = INT8_MAX
+    # Whether act_min / act_max come from a fused activation (a ReLU at zero point -128 sets
+    # act_min to the rail itself): the clamps there count as activation_clamped, not lost.
+    floor: bool = False
+    ceiling: bool = False
 
     def __post_init__(self) -> None:
         where = "MulParams"
@@ -391,6 +409,8 @@ def mul_params(  # noqa: PLR0917 -- TFLite's (scale, zero point) order
         output_shift=s,
         act_min=lo,
         act_max=hi,
+        floor=FusedActivation(act) is not FusedActivation.NONE,
+        ceiling=FusedActivation(act) in (FusedActivation.RELU6, FusedActivation.RELU_N1_TO_1),
     )
 
 
@@ -401,6 +421,10 @@ class PoolParams:
 
     act_min: int = INT8_MIN
     act_max: int = INT8_MAX
+    # Whether act_min / act_max come from a fused activation (a ReLU at zero point -128 sets
+    # act_min to the rail itself): the clamps there count as activation_clamped, not lost.
+    floor: bool = False
+    ceiling: bool = False
 
     def __post_init__(self) -> None:
         _check_range(self.act_min, self.act_max, "PoolParams")
@@ -410,9 +434,12 @@ def pool_params(s_out, z_out, act=FusedActivation.NONE) -> PoolParams:
     """The pools' ``Prepare``: only the activation range.
 
     >>> pool_params(0.1, -128, FusedActivation.RELU6)
-    PoolParams(act_min=-128, act_max=-68)
+    PoolParams(act_min=-128, act_max=-68, floor=True, ceiling=True)
     """
-    return PoolParams(*activation_range(act, _f32(s_out, "s_out", "pool_params"), z_out))
+    act = FusedActivation(act)
+    low, high = activation_range(act, _f32(s_out, "s_out", "pool_params"), z_out)
+    bounded = act in (FusedActivation.RELU6, FusedActivation.RELU_N1_TO_1)
+    return PoolParams(low, high, floor=act is not FusedActivation.NONE, ceiling=bounded)
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,9 @@ def max_pool2d(x, kernel, params: PoolParams, *, strides=(1, 1), pads=(0,) * 4):
     best = win.max(axis=(-2, -1))
     if best.size and best.min() == _BELOW_INT8:
         raise InvalidInputError(f"{where}: a window lies wholly in the padding (pads {pads})")
-    return clamp_count(best, params.act_min, params.act_max)
+    return clamp_count(
+        best, params.act_min, params.act_max, floor=params.floor, ceiling=params.ceiling
+    )
 
 
 def average_pool2d(x, kernel, params: PoolParams, *, strides=(1, 1), pads=(0,) * 4):
@@ -77,4 +79,7 @@ def average_pool2d(x, kernel, params: PoolParams, *, strides=(1, 1), pads=(0,) *
     half = n // 2
     num = np.where(acc > 0, acc + half, acc - half)
     q = np.abs(num) // n  # C's division truncates toward zero
-    return clamp_count(np.where(num < 0, -q, q), params.act_min, params.act_max)
+    y = np.where(num < 0, -q, q)
+    return clamp_count(
+        y, params.act_min, params.act_max, floor=params.floor, ceiling=params.ceiling
+    )

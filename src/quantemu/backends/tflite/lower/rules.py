@@ -44,7 +44,7 @@ from quantemu.backends.tflite.params import (
     requantize_params,
     sub_params,
 )
-from quantemu.backends.tflite.quantize import quantize_scalar
+from quantemu.backends.tflite.quantize import activation_range, quantize_scalar
 from quantemu.errors import UnsupportedError
 from quantemu.graph.ir import Node
 from quantemu.program import Layer
@@ -52,8 +52,14 @@ from quantemu.program.lowering import NotLowerable, RuleTable
 
 
 def _with_activation(ctx: TfliteContext, node: Node, params, encoding):
-    low, high = ctx.activation(node, encoding)
-    return dataclasses.replace(params, act_min=low, act_max=high)
+    act = activation_range(node.attrs, encoding, str(node))
+    return dataclasses.replace(
+        params,
+        act_min=act.low if act.floor else -128,
+        act_max=act.high if act.ceiling else 127,
+        floor=act.floor,
+        ceiling=act.ceiling,
+    )
 
 
 def lower_conv(ctx: TfliteContext, node: Node) -> Layer:
