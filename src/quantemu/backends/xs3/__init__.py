@@ -36,8 +36,8 @@ from quantemu.backends.xs3.result import OpResult
 #: The backend's registration (:mod:`quantemu.backends.catalog` registers it).
 BACKEND = BackendSpec(
     name="xs3",
-    target="XMOS xcore.ai (XS3 VPU) through lib_nn",
-    scheme="TFLite int8 post-training quantization, BSO output stages by tflite2xcore's rules",
+    target="XMOS xcore.ai (XS3 VPU): xcore-opt 1.4.2 (xformer) and lib_nn, or tflite2xcore's BSO",
+    scheme="TFLite int8 (the model's own, else the converter's), lowered as xcore-opt does",
     options=Options,
     lower=lower,
     header=header,
