@@ -395,6 +395,10 @@ def make_one(spec) -> dict:
     }
     if notes:
         entry["notes"] = notes
+    import tflite_refs_float as rf  # noqa: PLC0415 (it imports this module)
+
+    if name in rf.FLOAT_EXPORT:
+        entry.update(rf.write_float(model, spec, OUT))
     return entry
 
 
@@ -449,6 +453,9 @@ LAYERS_NPZ = (
 )
 
 
+SCRIPT = "tools/make_tflite_refs.py (+ tools/tflite_refs_run.py, tools/tflite_refs_float.py)"
+
+
 def main(argv: list[str]) -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     specs = [dict(zip(SPEC_KEYS, s, strict=True)) for s in SPECS]
@@ -463,12 +470,15 @@ def main(argv: list[str]) -> int:
     for spec in specs:
         print(f"[make_tflite_refs] {spec['name']}", file=sys.stderr, flush=True)
         models[spec["name"]] = make_one(spec)
+    import tflite_refs_float as rf  # noqa: PLC0415 (it imports this module)
+
+    COMMANDS["float_onnx"] = rf.COMMAND
     order = [s[0] for s in SPECS]
     manifest = {
         "set": "quantemu issue 14: operators beyond the public xs3 set",
         "versions": rr.versions(),
         "commands": COMMANDS,
-        "script": "tools/make_tflite_refs.py (+ tools/tflite_refs_run.py)",
+        "script": SCRIPT,
         "layers_npz": LAYERS_NPZ,
         "models": {k: models[k] for k in order if k in models},
     }

@@ -207,11 +207,16 @@ class TfliteGraphBuilder:
 
         The float initializer holds the same integers (exact: they are int8 or int16), and the
         override is the identity quantization (scale 1, zero point 0) in the tensor's dtype. A
-        tensor without data (an XC_ op's scratch buffer) is zeros.
+        tensor without data (an XC_ op's scratch buffer) is zeros. A float32 tensor (the exp
+        table of XC_softmax) is its own initializer, without an override, as :meth:`constant`
+        keeps an unquantized constant.
         """
         t = self.tensor(index)
         name = self.unique(t.name)
         data = t.data if t.data is not None else np.zeros(t.shape, t.dtype)
+        if data.dtype == np.float32:
+            self.initializers[name] = data.copy()
+            return name
         if data.dtype.kind not in "iu" or data.dtype.itemsize > 2:
             raise UnsupportedError(f"parameter tensor {t.name!r} has dtype {data.dtype}")
         self.initializers[name] = data.astype(np.float32)

@@ -331,7 +331,9 @@ def convert_custom(b: TfliteGraphBuilder, op: TfliteOp) -> None:
         else:
             inputs.append(b.value(i, "nhwc"))
     outs = [b.tensor(i) for i in op.outputs]
+    batch_input = next((k for k, i in enumerate(op.inputs) if i >= 0 and b.is_activation(i)), -1)
     attrs = {
+        "batch_input": batch_input,
         "custom_code": op.custom_code,
         "custom_options": op.custom_options,
         "output_shapes": tuple(t.shape for t in outs),

@@ -28,11 +28,10 @@ from quantemu.program import LinearEncoding, QTensor
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 PUBLIC = [("models_xs3_public", n) for n in ("conv_relu_stack", "depthwise_sep", "mlp", "rgb_conv")]
-# every reference model whose XC ops are simulated (XC_softmax is not)
+# every reference model, compiled
 REFS = [
     ("tflite_refs", n)
     for n in json.loads((DATA / "tflite_refs" / "MANIFEST.json").read_text())["models"]
-    if n not in {"softmax", "mixed_mobilenet"}
 ]
 ENC = LinearEncoding(np.float32(1.0), np.int8(0), "int8")
 

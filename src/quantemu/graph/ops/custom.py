@@ -2,7 +2,8 @@
 
 Its attributes carry what the file says: ``custom_code`` (e.g. ``"XC_conv2d_v2"``),
 ``custom_options`` (the raw flexbuffer bytes), ``output_shapes`` (one shape per output, batch
-first, as the file gives them with the batch made symbolic) and ``output_dtypes``. A backend that
+first, as the file gives them), ``output_dtypes`` and ``batch_input`` (the input whose batch the
+outputs take, -1 for none). A backend that
 knows the operator decodes the options; the float executor cannot run it, because a compiled
 operator has no float meaning of its own.
 """
@@ -19,8 +20,13 @@ from quantemu.graph.ops._spec import data, register
 
 
 def _infer_custom(node: Node, infos: Sequence[TensorInfo | None]) -> list[Shape]:
-    batch = data(node, infos, 0).shape[0] if infos and infos[0] is not None else 1
-    return [(batch, *shape[1:]) if shape else shape for shape in node.attrs["output_shapes"]]
+    # The batch follows the first activation input (``batch_input``); an op of constants only
+    # (XC_broadcast of a weight) keeps the file's shapes.
+    index = node.attrs.get("batch_input", -1)
+    source = data(node, infos, index).shape if index >= 0 else ()
+    if not source:
+        return [tuple(shape) for shape in node.attrs["output_shapes"]]
+    return [(source[0], *shape[1:]) if shape else shape for shape in node.attrs["output_shapes"]]
 
 
 def _run_custom(attrs: Attrs, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:

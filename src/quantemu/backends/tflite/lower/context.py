@@ -25,6 +25,7 @@ from quantemu.backends.tflite.quantize import (
     override_weights,
     quantize_bias,
     quantize_weights,
+    quantize_weights_and_bias,
 )
 from quantemu.errors import InvalidInputError, UnsupportedError
 from quantemu.graph.ir import Node
@@ -102,7 +103,18 @@ class TfliteContext(LoweringContext):
         override = self.graph.quant_overrides.get(name)
         if override is not None:
             return override_weights(override, name, axis, channels)
-        return quantize_weights(w, axis)
+        codes, scales, _ = self._converter_weights(node, index, axis)
+        return codes, scales
+
+    def _converter_weights(self, node: Node, index: int, axis: int):
+        """``(codes, scales, bias codes or None)`` as TFLite's converter derives them: the float
+        bias of a Conv / Gemm (input 2) can move a channel's weight scale."""
+        w = self.constant(node, index, "weight")
+        bias = node.inputs[2] if index == 1 and len(node.inputs) > 2 else ""
+        if not bias or bias in self.graph.quant_overrides:
+            return (*quantize_weights(w, axis), None)
+        s_in = self.encoding(node.inputs[0]).scale
+        return quantize_weights_and_bias(w, self.constant(node, 2, "bias"), s_in, axis)
 
     def bias(self, node: Node, index: int, s_in: float, s_w: np.ndarray) -> np.ndarray | None:
         """The int32 bias codes (int64 array) of input ``index``, or None when absent."""
@@ -117,6 +129,9 @@ class TfliteContext(LoweringContext):
                     "kernels take int32 biases with zero point 0"
                 )
             return np.asarray(override.values, np.int64).reshape(-1)
+        if index == 2 and node.inputs[1] not in self.graph.quant_overrides:
+            trans_b = node.op_type == "Conv" or bool(node.attrs.get("transB", 0))
+            return self._converter_weights(node, 1, 0 if trans_b else 1)[2]
         return quantize_bias(self.constant(node, index, "bias"), bias_scales(s_in, s_w))
 
     def operand(self, name: str) -> tuple[np.ndarray | None, LinearEncoding]:

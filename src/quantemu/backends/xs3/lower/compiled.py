@@ -24,6 +24,8 @@ custom op            layer
 ``XC_mul``           lib_nn ``mul_elementwise`` with the stored ``nn_mul_params_t``
 ``XC_concat``        ``n`` times, ``s[k]`` bytes of each input ``k`` in turn
 ``XC_broadcast``     each of ``b`` blocks of ``s`` bytes repeated ``n`` times
+``XC_softmax``,      lib_nn's float32 softmax over the last axis with the stored exp table
+``XC_batched_...``   (:mod:`.xformer_softmax`)
 ===================  ==========================================================================
 
 Activations are NHWC, batch first, as the importer keeps them for custom operators; the byte
@@ -52,6 +54,7 @@ from quantemu.backends.xs3.lower.compiled_layers import (
     XcPadLayer,
     XcSliceLayer,
 )
+from quantemu.backends.xs3.lower.xformer_softmax import decode_xc_softmax
 from quantemu.backends.xs3.xformer.compiled import (
     conv2d_v2_params,
     decode_options,
@@ -118,6 +121,7 @@ def _check_bytes(node: Node, produced: int, out_shape: tuple) -> None:
 
 def _conv(ctx, node: Node, opts: dict) -> Layer:
     x, y = _shapes(ctx, node)
+    x = (1,) * (3 - len(x)) + x  # a (1, C) input (an FC right after XC_mean) is (1, 1, 1, C)
     weights = _stored(ctx, node, 1, "weights")
     ot_data = _stored(ctx, node, 2, "int16 multipliers and biases")
     params = conv2d_v2_params(
@@ -246,6 +250,8 @@ DECODERS = {
     "XC_mul": _mul,
     "XC_concat": _concat,
     "XC_broadcast": _broadcast,
+    "XC_softmax": decode_xc_softmax,
+    "XC_batched_softmax": decode_xc_softmax,
 }
 
 

@@ -26,6 +26,7 @@ from quantemu.backends.tflite.lower.context import TfliteContext
 from quantemu.backends.xs3.lower import xformer_ops
 from quantemu.backends.xs3.lower.compiled import lower_compiled
 from quantemu.backends.xs3.lower.xformer_mul import lower_xc_mul
+from quantemu.backends.xs3.lower.xformer_softmax import lower_xc_softmax
 from quantemu.backends.xs3.xformer.lookup import lookup8, lookup_table_int8
 from quantemu.backends.xs3.xformer.output_transform import (
     DEFAULT_ERR_THRESHOLD,
@@ -196,6 +197,7 @@ RULES: RuleTable[TfliteContext] = RuleTable(
         "TfliteCustom": lower_compiled,
         **xformer_ops.RULES,
         "Mul": lower_xc_mul,
+        "Softmax": lower_xc_softmax,
     },
     unsupported=tflite_rules.unsupported,
 )

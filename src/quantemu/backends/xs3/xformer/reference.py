@@ -5,6 +5,7 @@ Each function follows lib_nn's ``vpu_sim.c`` lane by lane on plain ints (S16 mod
 
 from __future__ import annotations
 
+import math
 import struct
 
 
@@ -123,3 +124,42 @@ def mul_elementwise(x1: int, x2: int, params: tuple[int, int, int, int, int]) ->
         a = ((a << -shr) + (1 << 31)) % (1 << 32) - (1 << 31)
     a = max(-32767, min(32767, a))
     return max(-128, min(127, (a + 128) >> 8))
+
+
+# ---------------------------------------------------------------- XC_softmax
+
+
+def _f32_or_inf(v: float) -> float:
+    """``_f32`` where a value beyond float32's range becomes inf (a float32 op overflowing).
+
+    Rounding a double result to float32 equals the float32 operation itself for ``+ * /``
+    (53 >= 2 * 24 + 2 bits: double rounding is innocuous).
+    """
+    if math.isnan(v) or math.isinf(v):
+        return v
+    try:
+        return _f32(v)
+    except OverflowError:
+        return math.copysign(math.inf, v)
+
+
+def xc_softmax_row(codes, table) -> list[int]:
+    """lib_nn ``softmax_single`` on one row of int8 ``codes`` with the float32 exp ``table``,
+    clamped as the 1.4.2 host build does (127 above, -128 below, NaN -> 0)."""
+    values = [float(table[int(c) + 128]) for c in codes]
+    total = 0.0
+    for v in values:  # float32 adds, left to right
+        total = _f32_or_inf(total + v)
+    inv = _f32_or_inf(1.0 / total) if total else math.inf
+    inv = _f32_or_inf(inv * 256.0)
+    out = []
+    for v in values:
+        p = _f32_or_inf(v * inv)  # 0 * inf is NaN
+        if math.isnan(p):
+            out.append(0)
+        elif math.isinf(p):
+            out.append(127)
+        else:
+            r = math.floor(p + 0.5)  # C roundf on p >= 0: ties away from zero
+            out.append(max(-128, min(127, r - 128)))
+    return out
