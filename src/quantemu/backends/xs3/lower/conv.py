@@ -127,14 +127,6 @@ def _operands(op: str, x: np.ndarray, kernel: np.ndarray):
     return (kernel, x) if op == "fully_connected_8" else (x, kernel)
 
 
-def _weight_codes(ctx: Xs3Context, name: str, w: np.ndarray):
-    """TFLite's per-output-channel int8 weights (axis 0) and float32 scales, or the override."""
-    override = ctx.graph.quant_overrides.get(name)
-    if override is not None:
-        return override_weights(override, name, 0, w.shape[0])
-    return quantize_weights(w, axis=0)
-
-
 def _bias_codes(ctx: Xs3Context, name: str, bias, b_scales: np.ndarray) -> np.ndarray:
     override = ctx.graph.quant_overrides.get(name) if name else None
     if override is not None and override.values is not None and override.dtype == "int32":
@@ -256,10 +248,12 @@ def lower_conv(ctx: Xs3Context, node: Node) -> Layer:
             "split the layer into per-group convolutions"
         )
     enc_in, enc_out = ctx.encoding(node.inputs[0]), ctx.encoding(node.outputs[0])
-    q, s_w = _weight_codes(ctx, node.inputs[1], w)
-    b_name = node.inputs[2] if len(node.inputs) > 2 else ""
+    # TFLite's converter scheme, shared with the tflite backend (a large bias can raise a
+    # channel's weight scale there).
+    q, s_w = ctx.weights(node, 1, axis=0)
     b_scales = bias_scales(enc_in.scale, s_w)
-    bias = _bias_codes(ctx, b_name, ctx.const(b_name), b_scales)
+    bias = ctx.bias(node, 2, enc_in.scale, s_w)
+    bias = np.zeros(c_out, np.int64) if bias is None else np.broadcast_to(bias, (c_out,))
     c_in_pad, c_out_pad = ceil4(c_in), ceil4(c_out)
     op = choose_conv_op(node, c_in_pad, depthwise)
     pad_c = c_out_pad - c_out
