@@ -74,7 +74,7 @@ def _check_layer(name: str, i: int, got, want) -> None:
     assert int(e_got.zero_point) == int(e_want.zero_point), where
     allowed = CALIBRATION_ULPS.get((name, i), 0)
     assert _ulps(e_got.scale, e_want.scale) <= allowed, (where, e_got.scale, e_want.scale)
-    if allowed == 0:
+    if allowed == 0 and got.op != "CONCATENATION":  # see test_float_path_derives_the_int8_file
         assert repr(got.params) == repr(want.params), where
 
 
@@ -85,6 +85,9 @@ def test_float_path_derives_the_int8_file(name: str) -> None:
     (e_int8,) = int8_prog.lowered.input_encodings.values()
     assert (e_float.scale, e_float.zero_point) == (e_int8.scale, e_int8.zero_point)
     got, want = _layers(float_prog), _layers(int8_prog)
+    # The converter inserts a QUANTIZE before a CONCATENATION input on a fixed scale (TANH);
+    # quantemu's CONCATENATION requantizes that input itself (the same reference Requantize).
+    want = [layer for layer in want if layer.op != "QUANTIZE"]
     assert [layer.op for layer in got] == [layer.op for layer in want]
     for i, (a, b) in enumerate(zip(got, want, strict=True)):
         _check_layer(name, i, a, b)

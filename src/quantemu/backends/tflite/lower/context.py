@@ -32,6 +32,9 @@ from quantemu.graph.ir import Node
 from quantemu.program import LinearEncoding
 from quantemu.program.lowering import LoweringContext
 
+#: Operators that move codes without changing their quantization.
+MOVES = ("Reshape", "Transpose", "Flatten", "Identity", "Dropout")
+
 
 class TfliteContext(LoweringContext):
     """The ``tflite`` lowering context (module docstring); ``options`` is an :class:`Options`."""
@@ -152,10 +155,34 @@ class TfliteContext(LoweringContext):
             enc = int8_encoding(*activation_params(float(value.min()), float(value.max())))
         return enc.quantize(value).astype(np.int64), enc
 
+    def _concatenated_as(self, name: str) -> str | None:
+        """The output of the Concat ``name`` feeds (through code moves), if its scale rules.
+
+        TensorFlow's converter gives CONCATENATION's inputs the output's quantization (it is a
+        same-scale operator): a producer with a free scale takes it, while one with a fixed
+        output quantization (LOGISTIC, TANH, SOFTMAX) keeps its own and is requantized.
+        """
+        producer = self.graph.producer(name)
+        if producer is not None and producer.op_type in FIXED_OUTPUT:
+            return None
+        pending, seen = [name], set()
+        while pending:
+            tensor = pending.pop()
+            for reader in self.graph.consumers(tensor):
+                if reader.op_type == "Concat":
+                    return reader.outputs[0]
+                if reader.op_type in MOVES and reader.outputs[0] not in seen:
+                    seen.add(reader.outputs[0])
+                    pending.append(reader.outputs[0])
+        return None
+
     def _derive(self, name: str) -> LinearEncoding:
         override = self.graph.quant_overrides.get(name)
         if override is not None:
             return override_activation(override, name)
+        concat = self._concatenated_as(name)
+        if concat is not None:
+            return self.encoding(concat)
         try:
             rng = self.ranges[name]
         except KeyError:
