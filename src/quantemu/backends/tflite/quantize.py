@@ -24,7 +24,10 @@ half, in float32 where TFLite computes in float32:
   ``zp + round(0 / scale)``, ReLU6 also at ``zp + round(6 / scale)`` (a general Clip the same
   way at its bounds);
 - fixed output quantization (``operator_property``'s restricted values): LOGISTIC and SOFTMAX
-  (scale 1/256, zero point -128), TANH (1/128, 0).
+  (scale 1/256, zero point -128), TANH (1/128, 0);
+- same-scale operators: pooling, reshapes and padding keep their input's quantization, and a
+  CONCATENATION's inputs take its output's (a fixed-scale input is requantized instead); the
+  lowering context applies these (:mod:`quantemu.backends.tflite.lower.context`).
 
 Checked against TensorFlow 2.17's converter: ``tests/backends/tflite/test_tflite_float_path.py``
 (float ONNX exports of the reference models derive the int8 files' integers) and
