@@ -21,6 +21,8 @@ import quantemu
 from quantemu.backends.xs3.lower.compiled import XcConvCompiledLayer
 from quantemu.backends.xs3.lower.compiled_layers import XcAddLayer, XcMeanLayer, XcMulLayer
 from quantemu.backends.xs3.lower.xformer import XcConv2dLayer
+from quantemu.backends.xs3.xformer.mul import XcMulParams
+from quantemu.backends.xs3.xformer.reference import mul_elementwise
 from quantemu.errors import UnsupportedError
 from quantemu.graph.tflite_import import load_tflite, nhwc_view
 from quantemu.graph.tflite_reader import read_tflite
@@ -130,17 +132,6 @@ def add_scalar(x1: int, x2: int, *, m1: int, m2: int, bias: int, shift: int) -> 
     return min(max((acc + (1 << (shift - 1))) >> shift, -128), 127)
 
 
-def mul_scalar(x1: int, x2: int, *, zero_points, scalar: int, bias: int, shr: int) -> int:
-    """``mul_elementwise_ref`` with ``nn_mul_params_t`` zero points ``-z - 1``."""
-    p1, p2 = (-z - 1 for z in zero_points)
-    acc = p2 * x1 + p1 * x2 + x1 * x2 + p1 * p2 + x1 + x2 + p1 + p2
-    t = (acc + 1) >> 1
-    t = (scalar * t + (1 << 13)) >> 14
-    t = min(max(t + bias, -32767), 32767)
-    t = min(max(t << -shr, -32767), 32767)
-    return min(max((t + 128) >> 8, -128), 127)
-
-
 def mean_scalar(xs: list[int], zp_in: float, zp_out: float, sm: float) -> int:
     """``mean_int8`` on one output: float32 multiply-add, clamp, ``roundf``."""
     acc = int(-zp_in * len(xs)) + sum(xs)
@@ -165,10 +156,11 @@ def test_add_equals_scalar(pairs, m1, m2, bias, shift):
 @given(st.lists(st.tuples(int8s, int8s), min_size=1, max_size=8), st.tuples(int8s, int8s),
        st.integers(0, 32767), int16s, st.integers(-6, -1))  # fmt: skip
 def test_mul_equals_scalar(pairs, zero_points, scalar, bias, shr):
-    params = {"zero_points": zero_points, "scalar": scalar, "bias": bias, "shr": shr}
-    layer = _fields(XcMulLayer, **params)
+    offsets = tuple(-z - 1 for z in zero_points)
+    params = XcMulParams(*offsets, bias, scalar, shr)
+    layer = _fields(XcMulLayer, params=params)
     x1, x2 = zip(*pairs, strict=True)
-    want = [mul_scalar(a, b, **params) for a, b in pairs]
+    want = [mul_elementwise(a, b, (*offsets, bias, scalar, shr)) for a, b in pairs]
     assert _run(layer, x1, x2) == want
 
 

@@ -47,7 +47,6 @@ from quantemu.backends.xs3.lower.fallback import FALLBACK_OPS
 from quantemu.backends.xs3.lower.options import Options, Toolchain
 from quantemu.backends.xs3.lower.rules import RULES
 from quantemu.backends.xs3.lower.xformer import RULES as XFORMER_RULES
-from quantemu.backends.xs3.lower.xformer import XformerContext
 from quantemu.graph.ir import Graph
 from quantemu.program import LoweredModel
 
@@ -105,7 +104,7 @@ def lower(graph: Graph, ranges, options: Options | None = None, **kwargs) -> Low
     """
     opts = options if isinstance(options, Options) else Options.from_mapping(kwargs)
     if opts.toolchain is Toolchain.XFORMER:
-        xctx = XformerContext(graph, ranges, opts)
+        xctx = Xs3Context(graph, ranges, opts)
         encodings = {info.name: xctx.input_encoding(info.name) for info in graph.inputs}
         return LoweredModel("xs3", encodings, XFORMER_RULES.lower_graph(xctx), header(opts))
     ctx = Xs3Context(graph, ranges, opts)

@@ -36,8 +36,6 @@ in :mod:`.compiled_layers`.
 
 from __future__ import annotations
 
-import struct
-
 import numpy as np
 
 from quantemu.backends.xs3.lower.compiled_layers import (
@@ -61,6 +59,7 @@ from quantemu.backends.xs3.xformer.compiled import (
     pad_params,
     pool_window,
 )
+from quantemu.backends.xs3.xformer.mul import XcMulParams
 from quantemu.errors import InvalidInputError, UnsupportedError
 from quantemu.graph.ir import Node
 from quantemu.program import Layer
@@ -208,11 +207,8 @@ def _mul(ctx, node: Node, opts: dict) -> Layer:
     raw = opts.get("mp", b"")
     if not isinstance(raw, bytes) or len(raw) < 8:
         raise UnsupportedError(f"{node}: XC_mul options {sorted(opts)} hold no nn_mul_params_t")
-    z1, z2, bias, scalar, shr = struct.unpack_from("<bbhhh", raw)
-    if shr > -1:
-        raise UnsupportedError(f"{node}: XC_mul with VLASHR shift {shr} (xcore-opt makes <= -1)")
-    fields = {"zero_points": (-z1 - 1, -z2 - 1), "scalar": scalar, "bias": bias, "shr": shr}
-    return _byte_layer(ctx, node, XcMulLayer, constants=_constants(ctx, node, 2), **fields)
+    params = XcMulParams.from_blob(raw[:8])
+    return _byte_layer(ctx, node, XcMulLayer, constants=_constants(ctx, node, 2), params=params)
 
 
 def _concat(ctx, node: Node, opts: dict) -> Layer:

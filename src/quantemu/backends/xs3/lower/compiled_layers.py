@@ -12,12 +12,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from quantemu.backends.xs3.xformer.compiled import XcConv2dV2, XcPad
+from quantemu.backends.xs3.xformer.mul import XcMulParams, xc_mul_host
 from quantemu.backends.xs3.xformer.output_transform import OtKind
 from quantemu.backends.xs3.xformer.runtime import VlashrRounding, ot_channelwise, ot_group
 from quantemu.intmath import (
     matmul_exact,
     saturate,
-    saturate_symmetric,
     shift_right_round_half_up,
     sliding_windows,
 )
@@ -204,25 +204,15 @@ class XcMaxPoolLayer(CompiledLayer):
 
 @dataclass(frozen=True, eq=False, kw_only=True)
 class XcMulLayer(CompiledLayer):
-    """``XC_mul`` (lib_nn ``mul_elementwise_ref``): ``nn_mul_params_t`` holds ``-zp - 1`` for
-    each input, so the sum it builds is ``(x1 - zp1) * (x2 - zp2) - 1``; then VLSAT by 1,
-    VLMUL by ``scalar``, VLADD ``bias``, VLASHR by ``shr`` (always a left shift: xcore-opt
-    starts at -1 and only lowers it) and VDEPTH8, each rounding ties toward +inf."""
+    """``XC_mul`` with the ``nn_mul_params_t`` read from the file, run as the host interpreter
+    runs it (:func:`quantemu.backends.xs3.xformer.mul.xc_mul_host`, the int8 path's kernel)."""
 
-    zero_points: tuple[int, int]
-    scalar: int
-    bias: int
-    shr: int
+    params: XcMulParams
 
     def compute(self, inputs: list[QTensor]) -> LayerOutput:
-        """The five VPU steps on int64 lanes, saturating where the C clamps."""
+        """lib_nn's ``mul_elementwise_ref`` on the two operands."""
         x1, x2 = (c.astype(np.int64) for c in self._operands(inputs))
-        acc = (x1 - self.zero_points[0]) * (x2 - self.zero_points[1]) - 1
-        t = shift_right_round_half_up(acc, 1)  # |t| <= 2**15: the C checks it fits
-        t = shift_right_round_half_up(t * self.scalar, 14)
-        t = saturate_symmetric(t + self.bias, 16)
-        t = saturate_symmetric(t << -self.shr, 16)  # shr <= -1 (lowering checks)
-        return self._out(saturate(shift_right_round_half_up(t, 8), 8))
+        return self._out(xc_mul_host(x1, x2, self.params))
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)

@@ -43,12 +43,6 @@ from quantemu.program.lowering import NotLowerable, RuleTable
 NOTE_TFLM = "xcore-opt keeps this TFLite operator: TFLite-Micro's reference kernel"
 
 
-class XformerContext(TfliteContext):
-    """The TFLite int8 view of the graph, lowered for the xs3 backend (xs3 options)."""
-
-    backend = "xs3"
-
-
 @dataclass(frozen=True, eq=False, kw_only=True)
 class XcConv2dLayer(Layer):
     """``XC_conv2d_v2``: exact sums over the zero-point-padded raw input, lib_nn's OT."""
