@@ -34,8 +34,9 @@ def xc_mean_params(s_in, zp_in: int, s_out, zp_out: int, count: int) -> XcMeanPa
     Mirrors: ``ReplaceMean.cpp: ReplaceMeanPattern`` (``getScale()`` is the float32 scale
     widened to double; ``static_cast<float>(meanDims)``).
 
-    >>> xc_mean_params(0.5, -3, 0.25, 4, 4)
-    XcMeanParams(scale_mul=0.5, in_zero_point=-3.0, out_zero_point=4.0)
+    >>> p = xc_mean_params(0.5, -3, 0.25, 4, 4)
+    >>> float(p.scale_mul), float(p.in_zero_point), float(p.out_zero_point)
+    (0.5, -3.0, 4.0)
     """
     si, so = float(F32(s_in)), float(F32(s_out))
     if count < 1 or so <= 0 or not (math.isfinite(si) and math.isfinite(so)):
