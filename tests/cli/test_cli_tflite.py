@@ -59,6 +59,7 @@ def test_against_reports_where_targets_differ(capsys, x_path):
     assert code == 0
     assert "xs3 against tflite" in out and "XC_conv2d_v2" in out
     assert "layers differ; the first is depthwise_conv_2d_0" in out
+    assert "Layers that differ by themselves: depthwise_conv_2d_0" in out
 
 
 def test_wrong_integer_dtype_is_a_clear_error(capsys, tmp_path):

@@ -3,8 +3,10 @@
 ``compare_backends(graph, ("xs3", "tflite"), calib, x)`` lowers ``graph`` onto both backends
 with the same calibration ranges, runs every sample through both, and compares, for every
 tensor both programs compute with the same quantization, the codes element by element: how many
-differ, by how many LSB at most, and where the first difference is. Tensors the two quantize
-differently are listed without a code comparison (their LSBs are not the same unit).
+differ, by how many LSB at most, and where the first difference is. Differences carry forward
+from layer to layer, so each layer of the second target is also run on the first target's own
+inputs: ``own_differing`` / ``own_max_lsb`` are what that layer adds by itself. Tensors the two
+quantize differently are listed without a code comparison (their LSBs are not the same unit).
 """
 
 from __future__ import annotations
@@ -35,6 +37,10 @@ class LayerDisagreement:
     first: tuple[int, ...] | None = None  # index (sample first) of the first difference
     comparable: bool = True
     note: str = ""
+    # The same, when the second target's layer reads the first target's inputs: what the layer
+    # itself adds, without the differences its inputs carry in.
+    own_differing: int = 0
+    own_max_lsb: int = 0
 
     @property
     def fraction(self) -> float:
@@ -77,6 +83,7 @@ def compare_backends(
     for start in range(0, x.shape[0], batch_size):
         batch = x[start : start + batch_size]
         a, b = (p.run(batch).tensors for p in programs)
+        own = _run_on_first_inputs(programs[1], a, b)
         for row in rows:
             ta, tb = a[row.tensor], b[row.tensor]
             if row.comparable and not _same(ta.encoding, tb.encoding):
@@ -86,7 +93,25 @@ def compare_backends(
                 )
             if row.comparable:
                 _update(row, ta.codes, tb.codes, start)
+                diff = np.abs(ta.codes.astype(np.int64) - own[row.tensor].codes.astype(np.int64))
+                row.own_differing += int(np.count_nonzero(diff))
+                row.own_max_lsb = max(row.own_max_lsb, int(diff.max(initial=0)))
     return Disagreement((first, second), int(x.shape[0]), rows)
+
+
+def _run_on_first_inputs(program: Program, first: Mapping, second: Mapping) -> dict:
+    """Each layer of ``program`` on the first target's tensors where they share the
+    quantization (its own tensors elsewhere): the codes each layer produces by itself."""
+    tensors = dict(second)
+    out = {}
+    for layer in program.lowered.layers:
+        inputs = []
+        for name in layer.inputs:
+            theirs, mine = first.get(name), tensors[name]
+            use_theirs = theirs is not None and _same(theirs.encoding, mine.encoding)
+            inputs.append(theirs if use_theirs else out.get(name, mine))
+        out[layer.output] = layer.run(inputs).tensor
+    return out
 
 
 def _rows(programs: list[Program]) -> list[LayerDisagreement]:
