@@ -161,6 +161,12 @@ def run(args: argparse.Namespace) -> int:
         disagreement = _against(args, (graph, calib, x), options, status) if args.against else None
     except QuantemuError as exc:
         return fail("run", str(exc), INPUT_ERROR)
+    except MemoryError as exc:
+        return fail(
+            "run",
+            f"out of memory ({exc}); try a smaller --batch-size, or check the model's shapes",
+            INPUT_ERROR,
+        )
     if args.json != "-":  # stdout holds the JSON document then
         layers, compare = not args.no_layers, args.backend == "all"
         print_outcome(outcome, stdout_console(), tables=True, layers=layers, compare=compare)

@@ -51,6 +51,16 @@ def _window(b: TfliteGraphBuilder, op: TfliteOp, x: int, kernel: tuple[int, int]
         raise InvalidInputError(f"input {b.tensor(x).name!r} must be NHWC, got shape {shape}")
     strides = (int(o["stride_h"]), int(o["stride_w"]))
     dilations = (int(o.get("dilation_h", 1)), int(o.get("dilation_w", 1)))
+    extent = [(k - 1) * d + 1 for k, d in zip(kernel, dilations, strict=True)]
+    if any(e > 2 * size + 1 for e, size in zip(extent, shape[1:3], strict=True)):
+        raise InvalidInputError(
+            f"a {kernel} window (dilations {dilations}) on a {shape[1:3]} input is implausible "
+            "(more than twice the input): the file is corrupt"
+        )
+    if min(*strides, *dilations, *kernel) < 1:
+        raise InvalidInputError(
+            f"strides {strides}, dilations {dilations} and window {kernel} must be >= 1"
+        )
     if o["padding"] == SAME:
         (t, bo), (le, r) = (
             same_padding(shape[1 + i], kernel[i], strides[i], dilations[i]) for i in range(2)

@@ -36,6 +36,8 @@ in :mod:`.compiled_layers`.
 
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 
 from quantemu.backends.xs3.lower.compiled_layers import (
@@ -260,4 +262,14 @@ def lower_compiled(ctx, node: Node) -> Layer:
             f"{node}: the compiled operator {code!r} is not simulated; supported: "
             f"{', '.join(DECODERS)}. Run the int8 model it was compiled from instead"
         )
-    return decoder(ctx, node, decode_options(node.attrs.get("custom_options", b"")))
+    options = decode_options(node.attrs.get("custom_options", b""))
+    if not isinstance(options, dict):
+        raise InvalidInputError(f"{node}: its custom options are not a flexbuffer map")
+    try:
+        return decoder(ctx, node, options)
+    except (TypeError, AttributeError, ValueError, KeyError, IndexError, struct.error) as exc:
+        # A corrupt file gives options or parameter tensors of the wrong kind or size.
+        raise InvalidInputError(
+            f"{node}: the compiled operator's options or parameters are malformed "
+            f"({type(exc).__name__}: {exc}); compile the model again with xcore-opt"
+        ) from None

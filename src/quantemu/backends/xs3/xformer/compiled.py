@@ -133,7 +133,15 @@ def decode_options(raw: bytes) -> dict:
             return ref.AsFloat
         return ref.Value
 
-    return dec(flexbuffers.GetRoot(bytes(raw))) if raw else {}
+    if not raw:
+        return {}
+    try:
+        return dec(flexbuffers.GetRoot(bytes(raw)))
+    except (IndexError, ValueError, TypeError, KeyError, AssertionError, struct.error) as exc:
+        raise InvalidInputError(
+            f"custom options ({len(raw)} bytes) are not a valid flexbuffer ({type(exc).__name__}: "
+            f"{exc}); the compiled model is corrupt: compile it again with xcore-opt"
+        ) from None
 
 
 def _ints(blob: bytes, fmt: str) -> tuple:
