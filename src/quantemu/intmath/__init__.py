@@ -42,7 +42,7 @@ from quantemu.intmath.gemmlowp import (
     saturating_rounding_multiply_by_pot,
     tanh,
 )
-from quantemu.intmath.matmul import matmul_exact
+from quantemu.intmath.matmul import frozen, matmul_exact
 from quantemu.intmath.policies import Bounds, Granularity, NanPolicy, NegativeShift
 from quantemu.intmath.rounding import (
     shift_left_saturate,
@@ -82,6 +82,7 @@ __all__ = [
     "float32_to_int_round_half_even_saturate",
     "float64_round_half_away_add_truncate",
     "float64_to_int_round_half_away_add_truncate",
+    "frozen",
     "logistic",
     "matmul_exact",
     "multiply_by_quantized_multiplier_double_rounding",

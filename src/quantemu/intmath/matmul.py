@@ -51,6 +51,24 @@ class ArrayCache:
         return slot[1][view, key]
 
 
+def frozen(array: np.ndarray) -> np.ndarray:
+    """``array`` made read-only, copied first when its data could still change through another
+    array (a view of writable data): what :class:`ArrayCache` can then cache.
+
+    >>> w = np.arange(6).reshape(2, 3)
+    >>> f = frozen(w.T)
+    >>> f.flags.writeable, _frozen_owner(f) is not None, np.shares_memory(f, w)
+    (False, True, False)
+    """
+    owner = array
+    while not owner.flags.owndata and isinstance(owner.base, np.ndarray):
+        owner = owner.base
+    if owner is not array and (owner.flags.writeable or not owner.flags.owndata):
+        array = array.copy()  # another array could still write this data
+    array.setflags(write=False)
+    return array
+
+
 def _frozen_owner(array: np.ndarray) -> np.ndarray | None:
     """The read-only array owning ``array``'s data, or None when the data could change."""
     owner = array

@@ -119,17 +119,26 @@ def _biased_array(x: np.ndarray, s: np.ndarray, rule: str, bound):
     ufuncs (per-channel shifts are never materialised at ``x``'s size); None when a shift is
     outside ``[0, 62]`` or ``max(x) + c`` could overflow. Floor: ``c = 0``; half up:
     ``c = 2**(s-1)``; half down: ``c = 2**(s-1) - 1`` (both 0 for ``s == 0``), as in
-    :func:`~quantemu.intmath._shift_kernels._biased_shift`. ``bound``: a proven bound of ``|x|``.
+    :func:`~quantemu.intmath._shift_kernels._biased_shift`; half away: ``c = 2**(s-1)`` for
+    ``x >= 0`` and ``2**(s-1) - 1`` for ``x < 0`` (``s > 0``; the tie of a negative ``x`` then
+    stays below the next multiple and floors away from zero). ``bound``: a proven bound of
+    ``|x|``.
     """
     if s.size == 0 or int(s.min()) < 0 or int(s.max()) > 62:
         return None
     if rule == FLOOR:
         return x >> s
     half = np.where(s > 0, np.left_shift(1, np.maximum(s - 1, 0)), 0)
-    c = half if rule == HALF_UP else np.maximum(half - 1, 0)
+    c = half if rule in (HALF_UP, HALF_AWAY) else np.maximum(half - 1, 0)
     xmax = bound if bound is not None else (int(x.max()) if x.size else 0)
     if xmax > INT64_MAX - int(c.max()):
         return None
+    if rule == HALF_AWAY:
+        # x >> 63 is -1 for a negative x: c - 1 there, for the shifts that round (s > 0)
+        y = x + c
+        y += (x >> 63) * (s > 0)
+        y >>= s
+        return y
     return (x + c) >> s
 
 
@@ -256,7 +265,7 @@ def shift_right(
         else:
             y = _left(xa, -sv, bits=bits or 64, saturating=sat, func=func)
         return as_result(np.asarray(y, dtype=xa.dtype), scalar)
-    if xa.dtype != object and rule in (FLOOR, HALF_UP, HALF_DOWN):
+    if xa.dtype != object and rule in (FLOOR, HALF_UP, HALF_DOWN, HALF_AWAY):
         y = _biased_array(xa, s, rule, bound)
         if y is not None:
             return y

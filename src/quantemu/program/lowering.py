@@ -24,6 +24,7 @@ import numpy as np
 
 from quantemu.errors import UnsupportedError
 from quantemu.graph.ir import Graph, Node
+from quantemu.intmath import frozen
 from quantemu.program.encoding import Encoding
 from quantemu.program.layer import Layer
 from quantemu.program.options import LoweringOptions
@@ -92,9 +93,7 @@ class LoweringContext:
         """
         # A lowered layer's parameters never change: read-only arrays say so, and let
         # intmath cache what it derives from weights (matmul_exact's exactness plan).
-        for value in fields.values():
-            if isinstance(value, np.ndarray) and value.flags.writeable:
-                value.setflags(write=False)
+        fields = {k: frozen(v) if isinstance(v, np.ndarray) else v for k, v in fields.items()}
         return cls(
             name=node.name,
             op=op,

@@ -44,7 +44,12 @@ def max_pool2d(x, kernel, params: PoolParams, *, strides=(1, 1), pads=(0,) * 4):
     win = sliding_windows(
         x.astype(np.int16), kernel, strides=strides, pads=pads, pad_value=_BELOW_INT8
     )
-    best = win.max(axis=(-2, -1))
+    # A running maximum over the taps: each step a whole-tensor np.maximum on strided views,
+    # much faster than one reduction over the two small window axes.
+    best = win[..., 0, 0].copy()
+    for r in range(win.shape[-2]):
+        for c in range(win.shape[-1]):
+            np.maximum(best, win[..., r, c], out=best)
     if best.size and best.min() == _BELOW_INT8:
         raise InvalidInputError(f"{where}: a window lies wholly in the padding (pads {pads})")
     return clamp_count(

@@ -65,10 +65,12 @@ class XcConv2dLayer(Layer):
             x = x[:, :, None, None]
         acc = self._sums(x).transpose(0, 2, 3, 1)  # (N, OH, OW, C)
         ot = self.ot
+        # |acc| <= taps * 128 * 128: SAT32 can only strike beyond 131072 taps per output
+        flags = {"rounding": self.rounding, "acc_bound": self.taps * 128 * 128}
         if ot.kind is OtKind.GROUP:
-            y = ot_group(acc, ot.mul, ot.bias, ot.initial_shr, ot.final_shr, rounding=self.rounding)
+            y = ot_group(acc, ot.mul, ot.bias, ot.initial_shr, ot.final_shr, **flags)
         else:
-            y = ot_channelwise(acc, ot.shift, ot.mul, ot.bias, ot.final_shr, rounding=self.rounding)
+            y = ot_channelwise(acc, ot.shift, ot.mul, ot.bias, ot.final_shr, **flags)
         y = y.transpose(0, 3, 1, 2)
         if inputs[0].codes.ndim == 2:
             y = y[:, :, 0, 0]
@@ -78,6 +80,11 @@ class XcConv2dLayer(Layer):
             counters["activation_clamped"] = int(np.count_nonzero(looked != y))
             y = looked
         return LayerOutput(QTensor(np.ascontiguousarray(y, np.int8), self.encoding), counters)
+
+    @property
+    def taps(self) -> int:
+        """Products summed per output (C_in / group * K_h * K_w)."""
+        return int(np.prod(self.weights.shape[1:]))
 
     def _sums(self, x: np.ndarray) -> np.ndarray:
         kh, kw = self.weights.shape[2:]

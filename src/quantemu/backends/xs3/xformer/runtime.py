@@ -67,6 +67,8 @@ def vlashr(t, shift, rounding: VlashrRounding = VlashrRounding.HOST):
     [2, -3]
     """
     t = np.asarray(t, np.int64)
+    if np.ndim(shift) == 0:  # one shift for every lane (the OT's final_shr): one branch
+        return _vlashr_scalar(t, int(shift), rounding)
     s = np.broadcast_to(np.asarray(shift, np.int64), t.shape)
     mid = np.clip(s, 1, 14)
     if rounding is VlashrRounding.HOST:
@@ -78,6 +80,18 @@ def vlashr(t, shift, rounding: VlashrRounding = VlashrRounding.HOST):
     sign = np.where(t < 0, -1, 0)
     out = np.where(s >= 15, sign, np.where(s > 0, right, left))
     return saturate_symmetric(out, 16)
+
+
+def _vlashr_scalar(t: np.ndarray, s: int, rounding: VlashrRounding) -> np.ndarray:
+    """:func:`vlashr` with one shift ``s``: only its branch is computed."""
+    if s >= 15:
+        return np.where(t < 0, -1, 0).astype(np.int64)
+    if s > 0:
+        if rounding is VlashrRounding.HOST:
+            return saturate_symmetric(shift_right_round_half_up(t, s), 16)
+        return saturate_symmetric(shift_right_floor(t, s), 16)
+    # the C shifts a uint64 and keeps the low 32 bits: shifts of 32..63 give 0
+    return saturate_symmetric(wrap(np.left_shift(t, min(-s, 63)), 32), 16)
 
 
 def vlmul(t, mul):
@@ -115,21 +129,45 @@ def _tail(t, mul, bias, final_shr, rounding):
     return vdepth8_fixed(vlashr(t, int(final_shr), rounding)).astype(np.int8)
 
 
-def ot_group(acc, mul, bias, initial_shr: int, final_shr: int, *, rounding=VlashrRounding.HOST):
+def _sat32(acc, acc_bound: int | None) -> np.ndarray:
+    """SAT32, skipped when ``acc_bound`` (a proven bound on ``|acc|``) shows it cannot strike."""
+    acc = np.asarray(acc, np.int64)
+    return acc if acc_bound is not None and acc_bound <= 2**31 - 1 else saturate_acc32(acc)
+
+
+def ot_group(
+    acc,
+    mul,
+    bias,
+    initial_shr: int,
+    final_shr: int,
+    *,
+    rounding=VlashrRounding.HOST,
+    acc_bound: int | None = None,
+):
     """The group OT: ``initial_shr > 0``: VLSAT by it; else VLSAT by 0 then VLASHR left by
     ``-initial_shr`` (saturating); then VLMUL, VLADD, VLASHR ``final_shr``, VDEPTH8.
 
     >>> ot_group(np.array([[1000, -1000]]), np.array([16384, 16384]), np.array([-1, -1]), 2, 0)
     array([[ 1, -1]], dtype=int8)
     """
-    acc = saturate_acc32(np.asarray(acc, np.int64))
+    acc = _sat32(acc, acc_bound)
     ishr = int(initial_shr)
     # a non-positive initial shift is a saturating left VLASHR after an unshifted VLSAT
     t = vlsat(acc, ishr) if ishr > 0 else vlashr(vlsat(acc, 0), ishr, VlashrRounding.HOST)
     return _tail(t, mul, bias, final_shr, rounding)
 
 
-def ot_channelwise(acc, shift, mul, bias, final_shr: int, *, rounding=VlashrRounding.HOST):
+def ot_channelwise(
+    acc,
+    shift,
+    mul,
+    bias,
+    final_shr: int,
+    *,
+    rounding=VlashrRounding.HOST,
+    acc_bound: int | None = None,
+):
     """The channelwise OT: VLSAT by ``shift[c] >= 0``, VLMUL, VLADD, VLASHR, VDEPTH8.
 
     >>> ot_channelwise(np.array([[1000, 1000]]), np.array([2, 3]), np.array([16384, 16384]),
@@ -139,5 +177,5 @@ def ot_channelwise(acc, shift, mul, bias, final_shr: int, *, rounding=VlashrRoun
     shift = np.asarray(shift, np.int64)
     if np.any(shift < 0):
         raise InvalidInputError(f"channelwise VLSAT shifts must be >= 0, got {shift.min()}")
-    t = vlsat(saturate_acc32(np.asarray(acc, np.int64)), shift)
+    t = vlsat(_sat32(acc, acc_bound), shift)
     return _tail(t, mul, bias, final_shr, rounding)
