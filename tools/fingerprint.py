@@ -30,8 +30,12 @@ from quantemu.report import to_json
 VARIANTS: list[tuple[str, dict]] = [
     ("xs3", {}),
     ("xs3", {"model": "device"}),
-    ("xs3", {"symmetric_saturation": True}),
-    ("xs3", {"activation_clamp": True}),
+    ("xs3", {"toolchain": "tflite2xcore"}),
+    ("xs3", {"toolchain": "tflite2xcore", "model": "device"}),
+    ("xs3", {"toolchain": "tflite2xcore", "symmetric_saturation": True}),
+    ("xs3", {"toolchain": "tflite2xcore", "activation_clamp": True}),
+    ("tflite", {}),
+    ("tflite", {"runtime": "tflite_micro"}),
     ("nvdla", {}),
     ("nvdla", {"weights": "per_filter"}),
     ("nvdla", {"rescale": "bs_mul"}),
@@ -67,7 +71,7 @@ def _cases():
     # A narrow ResNet-18 adds residual Adds, MaxPool, global pooling and a Gemm.
     resnet = quantemu.load_onnx(resnet18(batch="N", size=64, width=16, num_classes=10))
     data = np.random.default_rng(0).normal(0, 1, (8, 3, 64, 64)).astype(np.float32)
-    for backend in ("xs3", "nvdla", "onednn", "nnie"):
+    for backend in ("xs3", "nvdla", "onednn", "nnie", "tflite"):
         yield f"resnet18 {backend}", resnet, backend, {}, data, data, None
 
 

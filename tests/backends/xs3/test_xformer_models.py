@@ -55,3 +55,14 @@ def test_device_variant_truncates_vlashr():
     assert device.header["vlashr"] != host.header["vlashr"]
     a, b = (p.run(data["x_int8"][:2]).tensors[p.graph.outputs[0]].codes for p in (host, device))
     assert a.shape == b.shape  # the device variant is a documented, unverified alternative
+
+
+def test_options_of_the_other_toolchain_are_errors():
+    from quantemu.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="toolchain=tflite2xcore"):
+        quantemu.compile(DATA / "mlp.int8.tflite", "xs3", symmetric_saturation=True)
+    with pytest.raises(InvalidInputError, match="xcore-opt's"):
+        quantemu.compile(
+            DATA / "mlp.int8.tflite", "xs3", toolchain="tflite2xcore", conv_err_threshold=0.5
+        )

@@ -64,6 +64,28 @@ class Options(LoweringOptions):
             value = getattr(self, name)
             if not isinstance(value, bool):
                 raise InvalidInputError(f"xs3 option {name} = {value!r}; use True or False")
+        object.__setattr__(self, "toolchain", Toolchain(self.toolchain))
+        self._check_toolchain()
+
+    def _check_toolchain(self) -> None:
+        """An option of the other toolchain generation would silently do nothing: an error."""
+        if self.toolchain is Toolchain.XFORMER:
+            bso_only = [n for n in ("symmetric_saturation", "activation_clamp") if getattr(self, n)]
+            if bso_only:
+                raise InvalidInputError(
+                    f"xs3 option {', '.join(bso_only)} applies to lib_nn's BSO operators "
+                    "(toolchain=tflite2xcore); the default xformer toolchain has no such switch. "
+                    "Add toolchain=tflite2xcore, or drop the option"
+                )
+        elif self.conv_err_threshold != DEFAULT_ERR_THRESHOLD:
+            raise InvalidInputError(
+                "xs3 option conv_err_threshold is xcore-opt's (toolchain=xformer); tflite2xcore "
+                "has no error threshold"
+            )
+        if not self.conv_err_threshold >= 0:
+            raise InvalidInputError(
+                f"xs3 option conv_err_threshold = {self.conv_err_threshold!r}; use a number >= 0"
+            )
 
     @property
     def runtime(self) -> TfliteRuntime:
