@@ -29,6 +29,26 @@ def test_outputs(name, runtime, key):
     assert np.array_equal(got, data[key])
 
 
+PUBLIC = Path(__file__).resolve().parents[2] / "data" / "models_xs3_public"
+ON_INT8 = [(DATA, n) for n in MODELS] + [
+    (PUBLIC, n) for n in ("conv_relu_stack", "depthwise_sep", "mlp", "rgb_conv")
+]
+
+
+@pytest.mark.parametrize(("folder", "name"), ON_INT8, ids=[f"{f.name}/{n}" for f, n in ON_INT8])
+def test_xmos_runtime_on_the_uncompiled_model(folder, name):
+    """``y_xcore_on_int8``: XMOS's runtime on the int8 model xcore-opt did not compile."""
+    data = np.load(folder / f"{name}.npz")
+    if "y_xcore_on_int8" not in data.files:
+        assert name == "hard_swish"  # XMOS's runtime has no HARD_SWISH kernel (MANIFEST notes)
+        return
+    program = quantemu.compile(
+        folder / f"{name}.int8.tflite", "tflite", runtime="xmos_tflite_micro"
+    )
+    got = program.run(data["x_int8"]).tensors[program.graph.outputs[0]].codes
+    assert np.array_equal(got, data["y_xcore_on_int8"])
+
+
 @pytest.mark.parametrize("name", MODELS)
 def test_intermediates(name):
     info = MANIFEST["models"][name]["layers"]

@@ -29,15 +29,43 @@ class KernelSet(Enum):
     OPTIMIZED = "optimized"
 
 
+class Runtime(Enum):
+    """Which runtime's reference kernels run the model.
+
+    ``litert_reference``: LiteRT with ``OpResolverType.BUILTIN_REF``. ``tflite_micro``:
+    TFLite-Micro (they differ on a few operators; see the README). ``xmos_tflite_micro``: the
+    TFLite-Micro inside XMOS's runtime (xmos-ai-tools 1.4.2) running an int8 model that
+    xcore-opt has not compiled: TFLite-Micro's kernels, except that FULLY_CONNECTED with
+    per-channel weights runs with the first channel's scale for every channel (checked on the
+    XMOS host interpreter: every ``y_xcore_on_int8`` of the reference sets).
+    """
+
+    LITERT_REFERENCE = "litert_reference"
+    TFLITE_MICRO = "tflite_micro"
+    XMOS_TFLITE_MICRO = "xmos_tflite_micro"
+
+
 @dataclass(frozen=True)
 class Options(LoweringOptions):
-    """``runtime``: :class:`TfliteRuntime`, ``litert_reference`` (default) or ``tflite_micro``
-    (they differ on a few operators; see the README). ``kernels``: :class:`KernelSet`."""
+    """``runtime``: :class:`Runtime` (default ``litert_reference``). ``kernels``:
+    :class:`KernelSet`."""
 
     backend: ClassVar[str] = "tflite"
 
-    runtime: TfliteRuntime = TfliteRuntime.LITERT_REFERENCE
+    runtime: Runtime = Runtime.LITERT_REFERENCE
     kernels: KernelSet = KernelSet.REFERENCE
+
+    @property
+    def kernel_runtime(self) -> TfliteRuntime:
+        """The kernel family the parameter derivations and kernels follow."""
+        if self.runtime is Runtime.LITERT_REFERENCE:
+            return TfliteRuntime.LITERT_REFERENCE
+        return TfliteRuntime.TFLITE_MICRO
+
+    @property
+    def fc_first_channel_scale(self) -> bool:
+        """Per-channel FULLY_CONNECTED weights run with channel 0's scale (XMOS's runtime)."""
+        return self.runtime is Runtime.XMOS_TFLITE_MICRO
 
     def __post_init__(self) -> None:
         if self.kernels is KernelSet.OPTIMIZED:

@@ -34,7 +34,6 @@ from quantemu.backends.tflite.lower.layers import (
 )
 from quantemu.backends.tflite.params import (
     FusedActivation,
-    TfliteRuntime,
     add_params,
     conv_params,
     fully_connected_params,
@@ -106,8 +105,15 @@ def lower_dense(ctx: TfliteContext, node: Node) -> Layer:
     codes, s_w = ctx.weights(node, 1, axis=0 if trans_b else 1)
     codes = codes if trans_b else codes.T
     bias = ctx.bias(node, 2, e_in.scale, s_w) if node.op_type == "Gemm" else None
+    # XMOS's TFLite-Micro runs per-channel FC weights with channel 0's scale (options.py)
+    scales = s_w[:1] if ctx.options.fc_first_channel_scale else s_w
     params = fully_connected_params(
-        e_in.scale, e_in.zero_point, s_w, e_out.scale, e_out.zero_point, runtime=ctx.options.runtime
+        e_in.scale,
+        e_in.zero_point,
+        scales,
+        e_out.scale,
+        e_out.zero_point,
+        runtime=ctx.options.kernel_runtime,
     )
     return ctx.layer(
         FullyConnectedLayer,
@@ -131,7 +137,7 @@ def lower_binary(ctx: TfliteContext, node: Node) -> Layer:
     if node.op_type == "Mul":
         params, op = mul_params(*args), "MUL"
     elif node.op_type == "Sub":
-        params, op = sub_params(*args, runtime=ctx.options.runtime), "SUB"
+        params, op = sub_params(*args, runtime=ctx.options.kernel_runtime), "SUB"
     else:
         params, op = add_params(*args), "ADD"
     return ctx.layer(
@@ -182,7 +188,7 @@ def lower_mean(ctx: TfliteContext, node: Node) -> Layer:
         axes=axes,
         keepdims=keep,
         params=params,
-        runtime=TfliteRuntime(ctx.options.runtime),
+        runtime=ctx.options.kernel_runtime,
         encoding=e_out,
     )
 
@@ -262,7 +268,7 @@ def lower_relu(ctx: TfliteContext, node: Node) -> Layer:
             return lower_clip(ctx, node)
     e_in, e_out = ctx.encoding(node.inputs[0]), ctx.encoding(node.outputs[0])
     args = (e_in.scale, e_in.zero_point, e_out.scale, e_out.zero_point)
-    params = relu_params(kind, *args, runtime=ctx.options.runtime)
+    params = relu_params(kind, *args, runtime=ctx.options.kernel_runtime)
     return ctx.layer(
         ActivationLayer, node, op=kind.value, kind="relu", params=params, encoding=e_out
     )
@@ -271,7 +277,7 @@ def lower_relu(ctx: TfliteContext, node: Node) -> Layer:
 def lower_activation(ctx: TfliteContext, node: Node) -> Layer:
     """LeakyRelu, HardSwish, Sigmoid, Tanh: LEAKY_RELU, HARD_SWISH, LOGISTIC, TANH."""
     e_in, e_out = ctx.encoding(node.inputs[0]), ctx.output_encoding(node)
-    runtime = ctx.options.runtime
+    runtime = ctx.options.kernel_runtime
     si, zi, so, zo = e_in.scale, e_in.zero_point, e_out.scale, e_out.zero_point
     if node.op_type == "LeakyRelu":
         kind, op = "leaky_relu", "LEAKY_RELU"
@@ -295,7 +301,7 @@ def lower_softmax(ctx: TfliteContext, node: Node) -> Layer:
     e_in, e_out = ctx.encoding(node.inputs[0]), ctx.output_encoding(node)
     beta = float(node.attrs.get("beta", 1.0))
     params = softmax_params(
-        e_in.scale, beta, e_out.scale, e_out.zero_point, runtime=ctx.options.runtime
+        e_in.scale, beta, e_out.scale, e_out.zero_point, runtime=ctx.options.kernel_runtime
     )
     return ctx.layer(
         ActivationLayer,

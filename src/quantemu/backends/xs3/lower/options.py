@@ -88,9 +88,15 @@ class Options(LoweringOptions):
             )
 
     @property
-    def runtime(self) -> TfliteRuntime:
+    def kernel_runtime(self) -> TfliteRuntime:
         """The builtin kernels xformer leaves in the model run on TFLite-Micro."""
         return TfliteRuntime.TFLITE_MICRO
+
+    @property
+    def fc_first_channel_scale(self) -> bool:
+        """False: xformer turns every FULLY_CONNECTED into XC_conv2d_v2 (or, reverted, a 1x1
+        CONV_2D, per channel), so XMOS's per-tensor FC quirk never runs."""
+        return False
 
     @property
     def vlashr(self) -> VlashrRounding:
