@@ -66,8 +66,10 @@ def test_inspect_optimize_and_dumps(resnet18_file, capsys):
     assert main(["inspect", "demo", "--dump-passes"]) == 0
     out = capsys.readouterr().out
     assert [line.strip("─ ") for line in out.splitlines() if "after pass" in line] == [
+        "after pass relax_batch",
         "after pass remove_identity",
         "after pass fold_constants",
+        "after pass reduce_mean_to_pool",
         "after pass fold_batchnorm",
         "after pass fuse_activation",
     ]

@@ -187,5 +187,33 @@ def test_run_passes_reports_each_pass_and_rejects_unknown_names():
     seen = []
     run_passes(graph, on_pass=lambda name, g: seen.append(name))
     assert tuple(seen) == DEFAULT_PIPELINE == tuple(PASSES)
-    with pytest.raises(InvalidInputError, match="unknown pass 'nope'; passes: remove_identity"):
+    with pytest.raises(
+        InvalidInputError, match="unknown pass 'nope'; passes: relax_batch, remove_identity"
+    ):
         run_passes(graph, ["nope"])
+
+
+def test_relax_batch_makes_a_fixed_batch_of_one_symbolic():
+    from quantemu.graph.passes_shape import fixed_batch, relax_batch
+
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"]),
+        helper.make_node("ReduceMean", ["c"], ["y"], axes=[2, 3], keepdims=0),
+    ]
+    proto = model(nodes, {"x": [1, 3, 5, 5]}, ["y"], {"w": np.ones((4, 3, 1, 1), np.float32)})
+    graph = load_onnx(proto)
+    assert fixed_batch(graph) == 1
+    relaxed = relax_batch(graph)
+    assert relaxed.inputs[0].shape == ("batch", 3, 5, 5) and fixed_batch(relaxed) is None
+    out = optimize(graph)
+    assert [n.op_type for n in out.nodes] == ["Conv", "GlobalAveragePool", "Flatten"]
+    assert out.run_float(np.ones((3, 3, 5, 5), np.float32))["y"].shape == (3, 4)
+
+
+def test_relax_batch_keeps_a_batch_a_reshape_folds_away():
+    from quantemu.graph.passes_shape import relax_batch
+
+    nodes = [helper.make_node("Reshape", ["x", "s"], ["y"])]  # (3, 25): drops the batch
+    proto = model(nodes, {"x": [1, 3, 5, 5]}, ["y"], {"s": np.array([3, 25], np.int64)})
+    graph = load_onnx(proto)
+    assert relax_batch(graph) is graph

@@ -16,6 +16,7 @@ from quantemu.calibration.ranges import CalibrationRanges, TensorRange
 from quantemu.errors import InvalidInputError
 from quantemu.graph.executor import bind_inputs, iter_float
 from quantemu.graph.ir import Graph
+from quantemu.graph.passes_shape import fixed_batch
 
 
 def _graph(model: Any) -> Graph:
@@ -67,6 +68,7 @@ def calibrate(
     if observer not in OBSERVERS:
         raise InvalidInputError(f"unknown observer {observer!r}; observers: {', '.join(OBSERVERS)}")
     _positive("batch_size", batch_size)
+    batch_size = fixed_batch(graph) or batch_size  # a model with a fixed batch takes only that
     _positive("limit", limit)
     dataset = load_dataset(data, key=key, image_options=image_options)
     names = _tensor_names(graph, tensors)

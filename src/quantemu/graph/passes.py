@@ -1,8 +1,11 @@
 """Named graph passes: each takes a :class:`Graph` and returns an equivalent, simpler one.
 
 =====================  ========================================================================
+``relax_batch``        a fixed batch of 1 becomes symbolic where that provably changes no
+                       sample's result (:mod:`.passes_shape`)
 ``remove_identity``    drop Identity and (inference) Dropout nodes, rewiring their readers
 ``fold_constants``     evaluate nodes whose inputs are all constants into initializers
+``reduce_mean_to_pool``  ReduceMean over H and W becomes GlobalAveragePool (+ Flatten)
 ``fold_batchnorm``     fold an inference BatchNormalization into the Conv/ConvTranspose/Gemm
                        that feeds it (weights and bias rescaled, in float32)
 ``fuse_activation``    record a Relu / Clip / LeakyRelu on its producer (Conv, ConvTranspose,
@@ -29,6 +32,7 @@ from quantemu.errors import InvalidInputError
 from quantemu.graph.executor import run_node
 from quantemu.graph.ir import Graph, Node
 from quantemu.graph.ops.normalize import batchnorm_affine
+from quantemu.graph.passes_shape import reduce_mean_to_pool, relax_batch
 
 
 @dataclass(frozen=True)
@@ -106,7 +110,7 @@ def fold_constants(graph: Graph) -> Graph:
     nodes = []
     for node in graph.nodes:
         # a compiled custom op has no float meaning to fold: its backend runs it
-        foldable = node.op_type != "TfliteCustom"
+        foldable = node.op_type not in ("TfliteCustom", "Unsupported")
         if foldable and node.inputs and all(not n or n in initializers for n in node.inputs):
             args = [initializers[n] if n else None for n in node.inputs]
             for name, value in zip(node.outputs, run_node(node, args), strict=False):
@@ -242,8 +246,18 @@ def fuse_activation(graph: Graph) -> Graph:
 PASSES: dict[str, Pass] = {
     p.name: p
     for p in (
+        Pass(
+            "relax_batch",
+            "make a fixed batch of 1 symbolic where that provably changes no sample's result",
+            relax_batch,
+        ),
         Pass("remove_identity", "drop Identity and inference-mode Dropout nodes", remove_identity),
         Pass("fold_constants", "evaluate nodes whose inputs are all constants", fold_constants),
+        Pass(
+            "reduce_mean_to_pool",
+            "turn ReduceMean over H and W into GlobalAveragePool (+ Flatten)",
+            reduce_mean_to_pool,
+        ),
         Pass(
             "fold_batchnorm",
             "fold BatchNormalization into the Conv/ConvTranspose/Gemm before it",

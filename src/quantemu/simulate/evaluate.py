@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from quantemu.errors import InvalidInputError
+from quantemu.graph.passes_shape import fixed_batch
 from quantemu.program import RunResult
 from quantemu.simulate.metrics import LayerAccumulator, top1
 
@@ -110,6 +111,7 @@ def evaluate(
     labels = _check_labels(labels, x.shape[0])
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise InvalidInputError(f"batch_size must be a positive int, got {batch_size!r}")
+    batch_size = fixed_batch(program.graph) or batch_size  # a fixed model batch takes only that
     acc = {layer.name: LayerAccumulator() for layer in program.lowered.layers}
     floats = has_float_reference(program.graph)
     out_name = program.graph.outputs[0]
