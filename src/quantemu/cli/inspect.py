@@ -1,5 +1,6 @@
 """``quantemu inspect MODEL``: print a model's graph summary, list passes, dump after passes,
-and (``--lint BACKEND``) check a backend's model constraints.
+(``--lint BACKEND``) check a backend's model constraints, and (``--support``) show which backend
+runs which operator.
 
 Exit status: 0 on success; 1 when the model cannot be imported (the message says why) or a
 lint finding is an error; 2 for usage errors.
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from quantemu.backends.registry import backend_spec, backend_specs
 from quantemu.cli.console import INPUT_ERROR, USAGE_ERROR, fail, stdout_console
-from quantemu.cli.loading import load_model
+from quantemu.cli.loading import load_model, resolve_model
 from quantemu.errors import InvalidInputError, QuantemuError
 
 if TYPE_CHECKING:
@@ -33,7 +34,11 @@ MODEL is a .onnx or .tflite file or the word 'demo' (the built-in digits CNN). W
 the default pass pipeline runs first; --dump-after PASS and --dump-passes print the graph after
 passes; --passes lists the passes. --lint BACKEND lists
 where the optimized model breaks the backend's model constraints, with advice (backends with a
-registered lint: {lint}).
+registered lint: {lint}). --support lowers the optimized model on every backend and prints a
+table: one row per op type, one column per backend, each cell exact (bit-exact integer layer),
+inexact, float (float fallback), fused or unsupported (see quantemu.report.support); it is a
+flag because it lowers the model once per backend. An ONNX operator quantemu cannot import does
+not stop inspect: the node is shown as 'Unsupported' and every such node is listed.
 
 Exit status: 0 on success (and with --lint, when no finding is an error); 1 when the model
 cannot be imported or a lint finding is an error; 2 for usage errors."""
@@ -80,6 +85,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help="also check the backend's model constraints on the optimized graph and list the "
         f"findings (backends: {', '.join(linted)}); exit status 1 if any is an error",
     )
+    parser.add_argument(
+        "--support",
+        action="store_true",
+        help="lower the optimized model on every backend and print, per op type, whether each "
+        "runs it exact, as a float fallback, or not at all",
+    )
     parser.set_defaults(run=run)
     return parser
 
@@ -100,6 +111,9 @@ def run(args: argparse.Namespace) -> int:
         return fail("inspect", message, USAGE_ERROR)
     try:
         graph = _inspect(args, console)
+        _print_unimported(graph, console, hint=not args.support)
+        if args.support:
+            _support(graph, console)
         if args.lint:
             return _lint(graph, args.lint, console)
     except QuantemuError as exc:
@@ -140,11 +154,42 @@ def _lint(graph: Graph, backend: str, console: Console) -> int:
     return 1 if any(f.severity.value == "error" for f in findings) else 0
 
 
+def _support(graph: Graph, console: Console) -> None:
+    from quantemu.graph.passes import optimize
+    from quantemu.report.support import print_support, support_table
+
+    print_support(support_table(optimize(graph)), console)
+
+
+def _print_unimported(graph: Graph, console: Console, *, hint: bool) -> None:
+    """Every node the importer kept opaque, grouped by ONNX op type (nothing when none)."""
+    from quantemu.graph.ops.unsupported import describe, unsupported_nodes
+
+    nodes = unsupported_nodes(graph)
+    if not nodes or not hint:
+        return
+    entries = [(n.attrs["onnx_op"], n.name, n.attrs["reason"]) for n in nodes]
+    console.print(f"{len(nodes)} node(s) could not be imported:", highlight=False)
+    console.print(describe(entries), highlight=False, markup=False)
+    console.print("(--support shows what each backend runs)", highlight=False, markup=False)
+
+
+def _load_lenient(text: str) -> Graph:
+    """MODEL imported for inspection: an ONNX node quantemu cannot import is kept opaque."""
+    from quantemu.graph.loading import is_tflite
+    from quantemu.graph.onnx_import import load_onnx
+
+    path = resolve_model(text)
+    if is_tflite(path) or not path.exists():
+        return load_model(text, optimize=False)  # its own messages for these
+    return load_onnx(path, strict=False)
+
+
 def _inspect(args: argparse.Namespace, console: Console) -> Graph:
     from quantemu.graph.passes import run_passes
     from quantemu.graph.summary import print_summary
 
-    graph = load_model(args.model, optimize=False)
+    graph = _load_lenient(args.model)
     if args.batch is not None:
         graph = graph.with_batch(args.batch)
     dumps = set(args.dump_after)

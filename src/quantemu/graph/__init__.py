@@ -23,6 +23,7 @@ from quantemu.graph.executor import iter_float, run_float
 from quantemu.graph.ir import Attrs, Graph, Node, QuantOverride, TensorInfo, format_shape
 from quantemu.graph.onnx_attrs import MAX_OPSET, MIN_OPSET
 from quantemu.graph.ops import OPS
+from quantemu.graph.ops.unsupported import UNSUPPORTED, check_imported, unsupported_nodes
 from quantemu.graph.passes import DEFAULT_PIPELINE, PASSES, Pass, optimize, run_passes
 
 #: The ONNX operators the importer accepts (Constant, QuantizeLinear and DequantizeLinear are
@@ -31,6 +32,7 @@ SUPPORTED_OPS: tuple[str, ...] = tuple(
     sorted(
         {*OPS, "Constant", "Upsample", "QuantizeLinear", "DequantizeLinear"}
         - {"Pad", "TfliteCustom"}  # IR operators only the TFLite importer builds
+        - {UNSUPPORTED}  # what load_onnx(strict=False) keeps of a node it cannot import
     )
 )
 
@@ -40,12 +42,14 @@ __all__ = [
     "MIN_OPSET",
     "PASSES",
     "SUPPORTED_OPS",
+    "UNSUPPORTED",
     "Attrs",
     "Graph",
     "Node",
     "Pass",
     "QuantOverride",
     "TensorInfo",
+    "check_imported",
     "format_shape",
     "iter_float",
     "load_model",
@@ -54,6 +58,7 @@ __all__ = [
     "optimize",
     "run_float",
     "run_passes",
+    "unsupported_nodes",
 ]
 
 

@@ -21,8 +21,9 @@ from onnx.external_data_helper import load_external_data_for_model, uses_externa
 
 from quantemu.errors import InvalidInputError, QuantemuError, UnsupportedError
 from quantemu.graph import onnx_attrs_tensor  # noqa: F401  (registers its normalizers)
-from quantemu.graph.ir import UNKNOWN_DIM, Graph, QuantOverride, TensorInfo
+from quantemu.graph.ir import UNKNOWN_DIM, Graph, Node, QuantOverride, TensorInfo
 from quantemu.graph.onnx_attrs import MAX_OPSET, MIN_OPSET, NORMALIZERS, Context, RawNode
+from quantemu.graph.ops.unsupported import UNSUPPORTED, unsupported_error
 from quantemu.graph.qdq import DEQUANTIZE, QUANTIZE, remove_qdq
 from quantemu.graph.shapes import infer_node
 
@@ -33,17 +34,21 @@ _DEFAULT_DOMAINS = ("", "ai.onnx")
 Source = str | os.PathLike | bytes
 
 
-def load_onnx(source: Source | Any, *, name: str | None = None) -> Graph:
+def load_onnx(source: Source | Any, *, name: str | None = None, strict: bool = True) -> Graph:
     """Import an ONNX model (a path, the file's bytes, or an ``onnx.ModelProto``).
 
     The result is the float graph: Q/DQ pairs are removed and their parameters kept in
     ``graph.quant_overrides``; no optimization pass has run (see :mod:`quantemu.graph.passes`).
     Raises :class:`InvalidInputError` for unreadable, corrupt or inconsistent models and
-    :class:`UnsupportedError` for operators, attributes or opsets quantemu does not handle.
+    :class:`UnsupportedError` for operators, attributes or opsets quantemu does not handle: one
+    error that lists every node it cannot import, grouped by op type. With ``strict=False``
+    those nodes are kept as opaque ``Unsupported`` nodes instead
+    (:mod:`quantemu.graph.ops.unsupported`), so that the graph can be inspected; such a graph
+    cannot be run or lowered.
     """
     model, where = _parse(source)
     try:
-        return _build(model, where, name)
+        return _build(model, where, name, strict)
     except QuantemuError as exc:
         raise type(exc)(f"{where}: {exc}") from exc
     except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
@@ -107,9 +112,10 @@ def _opset(model) -> int:
     return opset
 
 
-def _build(model, where: str, name: str | None) -> Graph:
+def _build(model, where: str, name: str | None, strict: bool) -> Graph:
     onnx_graph = model.graph
     opset = _opset(model)
+    lenient = _Lenient(strict, _shape_hints(model, infer=not strict))
     consts = _initializers(onnx_graph)
     nodes = _raw_nodes(onnx_graph.node, consts)
     inputs = [_input_info(v) for v in onnx_graph.input if v.name not in consts]
@@ -121,7 +127,7 @@ def _build(model, where: str, name: str | None) -> Graph:
         nodes, overrides = remove_qdq(nodes, consts, outputs, opset)
     else:
         overrides = {}
-    ir_nodes, tensors = _normalize(nodes, opset, consts, inputs, outputs)
+    ir_nodes, tensors = _normalize(nodes, opset, consts, inputs, outputs, lenient=lenient)
     used = {n for node in ir_nodes for n in node.inputs} | set(outputs)
     initializers = {k: _float_const(k, v) for k, v in consts.items() if k in used}
     overrides = _normalize_axes(overrides, tensors, initializers)
@@ -272,7 +278,7 @@ def _toposort(nodes: list[RawNode], defined: set[str], outputs: list[str]) -> li
     return ordered
 
 
-def _normalize(nodes, opset, consts, inputs, outputs):
+def _normalize(nodes, opset, consts, inputs, outputs, *, lenient: _Lenient):
     tensors = {t.name: t for t in inputs}
     for key, value in consts.items():
         tensors[key] = TensorInfo(key, value.shape, _float_const(key, value).dtype.name)
@@ -280,23 +286,121 @@ def _normalize(nodes, opset, consts, inputs, outputs):
     ctx = Context(opset, consts, tensors, used)
     ir_nodes = []
     for raw in nodes:
-        if raw.domain not in _DEFAULT_DOMAINS:
-            raise UnsupportedError(
-                f"{raw}: operator domain {raw.domain!r} is not supported "
-                "(only the default ai.onnx domain)"
-            )
-        fn = NORMALIZERS.get(raw.op_type)
-        if fn is None:
-            raise UnsupportedError(
-                f"{raw}: operator {raw.op_type!r} is not supported; supported operators: "
-                f"{', '.join(sorted({*NORMALIZERS, 'Constant', QUANTIZE, DEQUANTIZE}))}"
-            )
-        node = fn(raw, ctx)
+        # A node after an unsupported one may fail only because its input shape is unknown.
+        tainted = any(name in lenient.opaque for name in raw.inputs)
+        if tainted:
+            lenient.opaque.update(raw.outputs)
+        try:
+            node = _normalize_node(raw, ctx)
+        except (UnsupportedError, InvalidInputError) as exc:
+            if isinstance(exc, InvalidInputError) and not tainted:
+                raise
+            node = lenient.record(raw, exc, _TAINTED if tainted else "", tensors)
         infos = [tensors[name] if name else None for name in node.inputs]
         for out, shape in zip(node.outputs, infer_node(node, infos), strict=True):
             tensors[out] = TensorInfo(out, shape, "float32")
         ir_nodes.append(node)
+    lenient.check()
     return ir_nodes, tensors
+
+
+def _normalize_node(raw: RawNode, ctx: Context):
+    if raw.domain not in _DEFAULT_DOMAINS:
+        raise UnsupportedError(
+            f"{raw}: operator domain {raw.domain!r} is not supported "
+            "(only the default ai.onnx domain)"
+        )
+    fn = NORMALIZERS.get(raw.op_type)
+    if fn is None:
+        raise UnsupportedError(
+            f"{raw}: operator {raw.op_type!r} is not supported; supported operators: "
+            f"{_supported_list()}"
+        )
+    node = fn(raw, ctx)
+    # Shape inference of the normalized node belongs to the node: a rank or attribute form the
+    # op's shape function rejects is that node's failure, not the model's.
+    infer_node(node, [ctx.tensors[name] if name else None for name in node.inputs])
+    return node
+
+
+def _supported_list() -> str:
+    return ", ".join(sorted({*NORMALIZERS, "Constant", QUANTIZE, DEQUANTIZE}))
+
+
+_TAINTED = "unknown input shape"
+
+
+class _Lenient:
+    """Every node the importer cannot normalize: raised as one error, or kept opaque."""
+
+    def __init__(self, strict: bool, hints: dict[str, tuple]) -> None:
+        self.strict = strict
+        self.hints = hints
+        # Values whose shape may be unknown: outputs of opaque nodes and of what follows them.
+        self.opaque: set[str] = set()
+        self.failures: list[tuple[RawNode, QuantemuError, Node]] = []
+
+    def record(self, raw: RawNode, exc: QuantemuError, kind: str, tensors) -> Node:
+        message = str(exc).removeprefix(f"{raw}: ")
+        own = _kind(message)
+        # An unknown operator is a finding wherever it is; anything else after an opaque node
+        # of unknown shape may be a consequence of that shape.
+        kind = own if own in ("unknown operator", "operator domain") or not kind else kind
+        if kind == "unknown operator":
+            message = message.split(";")[0]
+        outputs = tuple(raw.outputs)
+        shapes = tuple(self.hints.get(out, (UNKNOWN_DIM,)) for out in outputs)
+        self.opaque.update(o for o, s in zip(outputs, shapes, strict=True) if UNKNOWN_DIM in s)
+        attrs = {"onnx_op": raw.op_type, "reason": message, "kind": kind, "output_shapes": shapes}
+        # Integer inputs (indices, shapes) are attribute-like: the float graph has no place
+        # for them, and they carry no dependency the graph printout needs.
+        inputs = tuple(n for n in raw.inputs if n and tensors[n].dtype == "float32")
+        node = Node(raw.name, UNSUPPORTED, inputs, outputs, attrs)
+        self.failures.append((raw, exc, node))
+        return node
+
+    def check(self) -> None:
+        """In strict mode, raise one error naming every node that could not be imported."""
+        # A node that failed only for its input's unknown shape follows a real failure.
+        real = [f for f in self.failures if f[2].attrs["kind"] != _TAINTED]
+        if not self.strict or not real:
+            return
+        if len(real) == 1:
+            raise real[0][1]
+        unknown = any(f[2].attrs["kind"] == "unknown operator" for f in real)
+        supported = f"supported operators: {_supported_list()}" if unknown else ""
+        raise unsupported_error([node for _, _, node in real], extra=supported) from real[0][1]
+
+
+def _kind(message: str) -> str:
+    if "operator domain" in message:
+        return "operator domain"
+    if "supported operators:" in message:
+        return "unknown operator"
+    if "opset" in message:
+        return "opset"
+    return "unsupported attribute or value"
+
+
+def _shape_hints(model, *, infer: bool) -> dict[str, tuple]:
+    """Shapes the file (or, with ``infer``, ONNX's shape inference) gives for values."""
+    graph = model.graph
+    if infer:
+        try:
+            graph = onnx.shape_inference.infer_shapes(model).graph
+        except Exception:  # inference is a convenience here; the file's own infos remain
+            graph = model.graph
+    hints = {}
+    for info in [*graph.value_info, *graph.output]:
+        tensor_type = info.type.tensor_type
+        if info.type.WhichOneof("value") == "tensor_type" and tensor_type.HasField("shape"):
+            hints[info.name] = tuple(
+                int(d.dim_value)
+                if d.HasField("dim_value") and d.dim_value > 0
+                else (d.dim_param or UNKNOWN_DIM)
+                for d in tensor_type.shape.dim
+            )
+    return hints
 
 
 def _float_const(name: str, value: np.ndarray) -> np.ndarray:

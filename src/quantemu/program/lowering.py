@@ -24,6 +24,7 @@ import numpy as np
 
 from quantemu.errors import UnsupportedError
 from quantemu.graph.ir import Graph, Node
+from quantemu.graph.ops.unsupported import UNSUPPORTED, describe
 from quantemu.intmath import frozen
 from quantemu.program.encoding import Encoding
 from quantemu.program.layer import Layer
@@ -117,6 +118,51 @@ class LoweringContext:
             self.encodings.setdefault(layer.output, encoding)
 
 
+class LoweringFailed(UnsupportedError):
+    """Nodes a backend can neither lower nor run as a float fallback, named in one message.
+
+    ``failures``: ``(node, error)`` in graph order; ``layers``: the layers of the nodes that
+    were lowered; ``skipped``: the names of nodes after a failed one that could not be tried
+    (for a per-node support table).
+    """
+
+    def __init__(self, message: str, failures=(), layers=(), skipped=()) -> None:
+        super().__init__(message)
+        self.failures: tuple[tuple[Node, UnsupportedError], ...] = tuple(failures)
+        self.layers: tuple[Layer, ...] = tuple(layers)
+        self.skipped: tuple[str, ...] = tuple(skipped)
+
+    @classmethod
+    def of(cls, backend: str, failures, layers, skipped=()) -> LoweringFailed:
+        """One error for ``failures``: the node's own message when there is one."""
+        if len(failures) == 1:
+            return cls(str(failures[0][1]), failures, layers, skipped)
+        # Each message ends with the backend's supported set: the first says it, the others
+        # leave it out where it is the same.
+        first_tail = str(failures[0][1]).partition("; supported op")[2]
+        entries = [
+            (_op_type(node), node.name, _trimmed(str(exc), first_tail if i else ""))
+            for i, (node, exc) in enumerate(failures)
+        ]
+        kinds = len({e[0] for e in entries})
+        return cls(
+            f"{backend or 'lowering'}: {len(failures)} nodes of {kinds} operator type(s) cannot "
+            f"be lowered:\n{describe(entries)}",
+            failures,
+            layers,
+            skipped,
+        )
+
+
+def _trimmed(message: str, tail: str) -> str:
+    head, sep, rest = message.partition("; supported op")
+    return head if tail and sep and rest == tail else message
+
+
+def _op_type(node: Node) -> str:
+    return node.attrs["onnx_op"] if node.op_type == UNSUPPORTED else node.op_type
+
+
 Rule = Callable[[Any, Node], Layer]
 Fallback = Callable[[Any, Node, str], Layer]
 
@@ -142,6 +188,11 @@ class RuleTable(Generic[C]):
 
     def lower_node(self, ctx: C, node: Node) -> Layer:
         """The layer for one node: its rule, else the float fallback, else an error."""
+        if node.op_type == UNSUPPORTED:  # never a float fallback: it has no float kernel
+            raise UnsupportedError(
+                f"{ctx.backend}: {node.attrs['onnx_op']} '{node.name}': not imported "
+                f"({node.attrs['reason']})"
+            )
         if len(node.outputs) != 1:
             raise UnsupportedError(
                 f"{ctx.backend}: {node}: operators with {len(node.outputs)} outputs are not "
@@ -160,12 +211,34 @@ class RuleTable(Generic[C]):
             return self.fallback(ctx, node, str(exc))
 
     def lower_graph(self, ctx: C) -> tuple[Layer, ...]:
-        """Every node of ``ctx.graph`` in order (the driver loop)."""
-        layers = []
+        """Every node of ``ctx.graph`` in order (the driver loop).
+
+        A node that cannot be lowered does not stop the loop: every such node is collected
+        and one :class:`LoweringFailed` names them all (the first node's own error when it is
+        the only one). A node after a failed one may fail for want of its input's encoding;
+        that failure is a consequence, not a finding, and is left out.
+        """
+        layers: list[Layer] = []
+        failures: list[tuple[Node, UnsupportedError]] = []
+        missing: set[str] = set()  # outputs of failed nodes
+        skipped: list[str] = []
         for node in ctx.graph.nodes:
-            layer = self.lower_node(ctx, node)
+            try:
+                layer = self.lower_node(ctx, node)
+            except UnsupportedError as exc:
+                failures.append((node, exc))
+                missing.update(node.outputs)
+                continue
+            except Exception:
+                if not any(name in missing for name in node.inputs):
+                    raise
+                missing.update(node.outputs)
+                skipped.append(node.name)
+                continue
             ctx.lowered(node, layer)
             layers.append(layer)
+        if failures:
+            raise LoweringFailed.of(ctx.backend, failures, layers, skipped)
         return tuple(layers)
 
     def _unsupported(self, ctx: C, node: Node, why: str) -> Exception:

@@ -20,7 +20,7 @@ from quantemu.backends.registry import backend_spec
 from quantemu.calibration.from_model import FROM_MODEL, is_fully_quantized, ranges_from_model
 from quantemu.calibration.ranges import CalibrationRanges
 from quantemu.errors import InvalidInputError
-from quantemu.graph import Graph, optimize
+from quantemu.graph import Graph, check_imported, optimize
 from quantemu.program import LinearEncoding, LoweredModel, QTensor, RunResult, run_lowered
 from quantemu.simulate.evaluate import Evaluation, evaluate
 
@@ -155,6 +155,7 @@ def compile_model(
     spec = backend_spec(backend)
     opts = spec.parse_options(options)
     graph = optimize(_load(model))
+    check_imported(graph, backend)  # before calibration runs the float executor
     ranges = calibration
     if ranges is None and calib is None and is_fully_quantized(graph):
         ranges = ranges_from_model(graph)  # an int8 TFLite model fixes every quantization

@@ -7,7 +7,18 @@ when it is missing.
 from __future__ import annotations
 
 from quantemu.errors import UnsupportedError
-from quantemu.graph.ops import activation, conv, custom, linear, normalize, pool, resize, tensor
+from quantemu.graph.ops import (
+    activation,
+    conv,
+    custom,
+    linear,
+    normalize,
+    numeric,
+    pool,
+    resize,
+    squeeze,
+    tensor,
+)
 from quantemu.graph.ops._spec import OPS, OpSpec
 
 __all__ = [
@@ -18,9 +29,11 @@ __all__ = [
     "custom",
     "linear",
     "normalize",
+    "numeric",
     "pool",
     "resize",
     "spec",
+    "squeeze",
     "tensor",
 ]
 

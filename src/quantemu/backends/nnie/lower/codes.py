@@ -22,7 +22,7 @@ from quantemu.program.encoding import QTensor
 from quantemu.program.layer import Layer, LayerOutput
 
 # Applied to the codes, keeping the input's encoding (MQBench exports no clip for them).
-CODE_OPS = ("Dropout", "Flatten", "Identity", "Relu", "Reshape")
+CODE_OPS = ("Dropout", "Flatten", "Identity", "Relu", "Reshape", "Squeeze", "Unsqueeze")
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)

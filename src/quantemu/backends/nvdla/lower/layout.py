@@ -18,7 +18,7 @@ from quantemu.graph.executor import run_node
 from quantemu.graph.ir import Node
 from quantemu.program import Layer, LayerOutput, LinearEncoding, QTensor
 
-LAYOUT_OPS = ("Flatten", "Reshape", "Transpose")
+LAYOUT_OPS = ("Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,5 +1,5 @@
-"""Flatten / Reshape / Transpose / Identity / Dropout: the codes move, their values and qparams
-do not."""
+"""Flatten / Reshape / Transpose / Squeeze / Unsqueeze / Identity / Dropout: the codes move,
+their values and qparams do not."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from quantemu.backends.onednn.lower.context import Context, U8Layer
+from quantemu.graph.executor import run_node
 from quantemu.graph.ir import Node
 from quantemu.program import LayerOutput, QTensor
 
@@ -19,6 +20,7 @@ class ReshapeLayer(U8Layer):
     shape: tuple[int, ...] | None  # ONNX Reshape form (0 copies, -1 infers); None: keep
     flatten_axis: int | None
     perm: tuple[int, ...] | None
+    squeeze: Node | None = None  # Squeeze / Unsqueeze: the float kernel, which only moves
 
     def compute(self, inputs: list[QTensor]) -> LayerOutput:
         x = inputs[0].codes
@@ -30,6 +32,8 @@ class ReshapeLayer(U8Layer):
             x = x.reshape(dims)
         elif self.perm is not None:
             x = np.ascontiguousarray(x.transpose(self.perm))
+        elif self.squeeze is not None:
+            x = run_node(self.squeeze, [x])[0]
         return LayerOutput(QTensor(x, self.encoding))
 
 
@@ -45,4 +49,5 @@ def lower_reshape(ctx: Context, node: Node) -> ReshapeLayer:
         shape=tuple(a["shape"]) if op == "Reshape" else None,
         flatten_axis=a["axis"] if op == "Flatten" else None,
         perm=tuple(a["perm"]) if op == "Transpose" else None,
+        squeeze=node if op in ("Squeeze", "Unsqueeze") else None,
     )

@@ -33,6 +33,8 @@ _RULES = {
     "Flatten": lower_reshape,
     "Reshape": lower_reshape,
     "Transpose": lower_reshape,
+    "Squeeze": lower_reshape,
+    "Unsqueeze": lower_reshape,
     "Identity": lower_reshape,
     "Dropout": lower_reshape,
 }

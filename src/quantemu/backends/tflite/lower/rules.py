@@ -49,6 +49,9 @@ from quantemu.graph.ir import Node
 from quantemu.program import Layer
 from quantemu.program.lowering import NotLowerable, RuleTable
 
+#: Ops that move codes without arithmetic (Squeeze/Unsqueeze are RESHAPEs in TFLite).
+MOVE_OPS = ("Reshape", "Transpose", "Flatten", "Identity", "Dropout", "Squeeze", "Unsqueeze")
+
 
 def _with_activation(ctx: TfliteContext, node: Node, params, encoding):
     act = activation_range(node.attrs, encoding, str(node))
@@ -201,9 +204,8 @@ def lower_move(ctx: TfliteContext, node: Node) -> Layer:
             f"{node}: moves codes unchanged but the model quantizes its output as "
             f"{enc.describe()} and its input as {ctx.encoding(node.inputs[0]).describe()}"
         )
-    op = {"Flatten": "RESHAPE", "Reshape": "RESHAPE", "Transpose": "TRANSPOSE"}.get(
-        node.op_type, "IDENTITY"
-    )
+    op = "TRANSPOSE" if node.op_type == "Transpose" else "RESHAPE"
+    op = "IDENTITY" if node.op_type in ("Identity", "Dropout") else op
     fields = {"op_type": node.op_type, "attrs": node.attrs, "encoding": enc}
     return ctx.layer(MoveLayer, node, op=op, inputs=node.inputs[:1], **fields)
 
@@ -344,7 +346,7 @@ RULES: RuleTable[TfliteContext] = RuleTable(
         "Sigmoid": lower_activation,
         "Tanh": lower_activation,
         "Softmax": lower_softmax,
-        **dict.fromkeys(("Reshape", "Transpose", "Flatten", "Identity", "Dropout"), lower_move),
+        **dict.fromkeys(MOVE_OPS, lower_move),
     },
     unsupported=unsupported,
 )

@@ -21,19 +21,26 @@ from quantemu.program.fallback import FloatFallbackLayer, node_constants
 
 # Operators TFLite-Micro has int8 reference kernels for (and lib_nn does not): XMOS's runtime
 # would run those; quantemu approximates them in float with exact=False.
+# LayerNormalization, Erf, Gelu, Pow, Sqrt, Reciprocal (transformer blocks) run in float too.
 FALLBACK_OPS = (
     "Concat",
     "ConvTranspose",
     "Div",
+    "Erf",
+    "Gelu",
     "GlobalMaxPool",
     "HardSwish",
+    "LayerNormalization",
     "LeakyRelu",
     "MatMul",
     "Mul",
+    "Pow",
     "PRelu",
+    "Reciprocal",
     "ReduceMean",
     "Resize",
     "Softmax",
+    "Sqrt",
     "Upsample",
 )
 FALLBACK_NOTE = (

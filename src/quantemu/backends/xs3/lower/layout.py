@@ -11,10 +11,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from quantemu.backends.xs3.lower.context import Xs3Context
+from quantemu.graph.executor import run_node
 from quantemu.graph.ir import Node
 from quantemu.program import Layer, LayerOutput, QTensor
 
-MOVES = ("Flatten", "Reshape", "Transpose", "Identity", "Dropout")
+MOVES = ("Flatten", "Reshape", "Transpose", "Identity", "Dropout", "Squeeze", "Unsqueeze")
 
 
 def _reshaped(node: Node, codes: np.ndarray) -> np.ndarray:
@@ -29,6 +30,8 @@ def _reshaped(node: Node, codes: np.ndarray) -> np.ndarray:
         return codes.reshape(target)
     if node.op_type == "Transpose":
         return codes.transpose(attrs["perm"])
+    if node.op_type in ("Squeeze", "Unsqueeze"):
+        return run_node(node, [codes])[0]  # the float kernel only moves elements
     return codes  # Identity, Dropout (inference)
 
 

@@ -9,6 +9,7 @@ rule. Any other op is an :class:`~quantemu.errors.UnsupportedError` listing the 
 
 from __future__ import annotations
 
+from quantemu.backends.tflite.lower.rules import lower_pad
 from quantemu.backends.xs3.lower.activation import LUT_OPS, lower_lookup
 from quantemu.backends.xs3.lower.context import Xs3Context
 from quantemu.backends.xs3.lower.conv import lower_conv, lower_dense
@@ -56,6 +57,7 @@ RULES: RuleTable[Xs3Context] = RuleTable(
         "AveragePool": lower_average_pool,
         "GlobalAveragePool": lower_global_avgpool,
         "ReduceMean": lower_global_avgpool,
+        "Pad": lower_pad,  # TFLite-Micro's PAD (a copy with the value's code): exact
         **dict.fromkeys(MOVES, lower_move),
         **dict.fromkeys(LUT_OPS, lower_lookup),
     },
