@@ -70,6 +70,9 @@ def test_inspect_optimize_and_dumps(resnet18_file, capsys):
         "after pass remove_identity",
         "after pass fold_constants",
         "after pass reduce_mean_to_pool",
+        "after pass fuse_matmul_add",
+        "after pass div_by_constant",
+        "after pass fuse_hard_swish",
         "after pass fold_batchnorm",
         "after pass fuse_activation",
     ]

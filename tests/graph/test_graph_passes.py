@@ -187,6 +187,17 @@ def test_run_passes_reports_each_pass_and_rejects_unknown_names():
     seen = []
     run_passes(graph, on_pass=lambda name, g: seen.append(name))
     assert tuple(seen) == DEFAULT_PIPELINE == tuple(PASSES)
+    assert DEFAULT_PIPELINE == (
+        "relax_batch",
+        "remove_identity",
+        "fold_constants",
+        "reduce_mean_to_pool",
+        "fuse_matmul_add",
+        "div_by_constant",
+        "fuse_hard_swish",
+        "fold_batchnorm",
+        "fuse_activation",
+    )
     with pytest.raises(
         InvalidInputError, match="unknown pass 'nope'; passes: relax_batch, remove_identity"
     ):

@@ -33,3 +33,22 @@ def non_negative_int(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"{value} is negative")
     return value
+
+
+def input_shape(text: str) -> tuple[str, tuple[int | None, ...]]:
+    """``NAME=1x3x224x224`` as ``(name, dims)``; ``N``, ``?`` or ``batch`` keeps a dimension.
+
+    >>> input_shape("x=Nx3x224x224")
+    ('x', (None, 3, 224, 224))
+    """
+    name, sep, dims = text.partition("=")
+    parts = dims.lower().split("x") if dims else []
+    try:
+        shape = tuple(None if p in ("n", "?", "batch") else int(p) for p in parts)
+    except ValueError:
+        shape = ()
+    if not sep or not name or not shape or any(d is not None and d < 1 for d in shape):
+        raise argparse.ArgumentTypeError(
+            f"expected NAME=D0xD1x... (positive sizes, N to keep a dimension), got {text!r}"
+        )
+    return name, shape

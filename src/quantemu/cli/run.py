@@ -17,7 +17,7 @@ from pathlib import Path
 
 from quantemu.backends.registry import known_backends
 from quantemu.calibration.observers import OBSERVERS
-from quantemu.cli.argtypes import positive_int
+from quantemu.cli.argtypes import input_shape, positive_int
 from quantemu.cli.console import INPUT_ERROR, USAGE_ERROR, fail, stderr_console, stdout_console
 from quantemu.cli.loading import (
     DEMO,
@@ -97,6 +97,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help=f"instruction set, for the backends with an isa option ({', '.join(isa_backends())})",
     )
     p.add_argument("--calib", metavar="DATA", help="calibration data (.npy or .npz)")
+    p.add_argument(
+        "--input-shape",
+        action="append",
+        type=input_shape,
+        metavar="NAME=1x3x224x224",
+        help="bind an input's symbolic dimensions (N keeps one; repeatable); by default they are "
+        "bound from the --calib data",
+    )
     p.add_argument("--calib-key", metavar="KEY", help="the array to use in the --calib .npz")
     p.add_argument("--eval", metavar="DATA", help="evaluation data (default: the --calib data)")
     p.add_argument("--eval-key", metavar="KEY", help="the array to use in the --eval .npz")
@@ -223,8 +231,11 @@ def _inputs(args: argparse.Namespace):
     """The optimized graph, calibration data (``None`` for a pre-quantized model without
     --calib), evaluation data and labels (checked)."""
     from quantemu.calibration import is_fully_quantized
+    from quantemu.graph.passes import optimize
+    from quantemu.graph.passes_shape import bind_from_data
 
-    graph = load_model(args.model)
+    shapes = dict(args.input_shape or [])
+    graph = load_model(args.model, optimize=False, shapes=shapes)
     if args.calib is not None:
         calib = load_array(args.calib, args.calib_key, f"--calib {args.calib}")
     elif args.model == DEMO:
@@ -241,6 +252,7 @@ def _inputs(args: argparse.Namespace):
             "--calib DATA is required: the model is not fully quantized (only the demo model and "
             "pre-quantized models such as int8 TFLite files run without it)"
         )
+    graph = optimize(bind_from_data(graph, calib) if calib is not None else graph)
     if calib is not None:
         check_data(graph, calib, f"--calib {args.calib or '(demo calibration split)'}")
     labels = None

@@ -63,7 +63,7 @@ def _check_input(info, value) -> np.ndarray:
             f"input {info.name!r} has shape {format_shape(array.shape)}, the model expects "
             f"{format_shape(info.shape)} (named dimensions may take any size)"
         )
-    return np.ascontiguousarray(array, dtype=np.float32)
+    return np.asarray(array, dtype=np.float32, order="C")  # ascontiguousarray makes 0-d 1-d
 
 
 def iter_float(graph: Graph, inputs: Inputs) -> Iterator[tuple[Node, dict[str, np.ndarray]]]:

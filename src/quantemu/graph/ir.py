@@ -308,6 +308,28 @@ class Graph:
         )
         return self.replace(inputs=inputs)
 
+    def with_input_shapes(self, shapes: Mapping[str, Sequence[Dim]]) -> Graph:
+        """A copy with the named inputs' dimensions bound: ``{name: (d0, d1, ...)}``.
+
+        Each given dimension must be a positive int, or ``None`` / a name to keep that
+        dimension as it is (so ``(None, 3, 224, 224)`` binds all but the batch). A fixed
+        dimension the model declares cannot be changed. Shapes are inferred again, so a binding
+        the model cannot take is an error naming the node.
+        """
+        known = {t.name: t for t in self.inputs}
+        unknown = sorted(set(shapes) - set(known))
+        if unknown:
+            raise InvalidInputError(
+                f"no graph input named {', '.join(map(repr, unknown))}; inputs: {', '.join(known)}"
+            )
+        inputs = []
+        for info in self.inputs:
+            if info.name not in shapes:
+                inputs.append(info)
+                continue
+            inputs.append(TensorInfo(info.name, _bound(info, shapes[info.name]), info.dtype))
+        return self.replace(inputs=tuple(inputs))
+
     # -- running and printing ---------------------------------------------------------------
 
     def run_float(self, inputs: Inputs, *, intermediates: bool = False) -> dict[str, np.ndarray]:
@@ -323,6 +345,29 @@ class Graph:
     def __str__(self) -> str:
         ins = ", ".join(str(t) for t in self.inputs)
         return f"Graph {self.name!r} ({len(self.nodes)} nodes, opset {self.opset}; inputs {ins})"
+
+
+def _bound(info: TensorInfo, shape: Sequence[Dim | None]) -> Shape:
+    """``info``'s shape with the dimensions of ``shape`` bound (see with_input_shapes)."""
+    if len(shape) != info.rank:
+        raise InvalidInputError(
+            f"input {info.name!r} has rank {info.rank} ({format_shape(info.shape)}); "
+            f"got {len(shape)} dimensions ({'x'.join(str(d) for d in shape)})"
+        )
+    out: list[Dim] = []
+    for have, want in zip(info.shape, shape, strict=True):
+        if want is None or isinstance(want, str):
+            out.append(have)
+            continue
+        if isinstance(want, bool) or not isinstance(want, int | np.integer) or want < 1:
+            raise InvalidInputError(f"input {info.name!r}: dimension {want!r} is not positive")
+        if isinstance(have, int) and have != want:
+            raise InvalidInputError(
+                f"input {info.name!r} has the fixed shape {format_shape(info.shape)}; "
+                f"it cannot become {'x'.join(str(d) for d in shape)}"
+            )
+        out.append(int(want))
+    return tuple(out)
 
 
 def format_shape(shape: Shape) -> str:

@@ -22,7 +22,15 @@ from onnx.external_data_helper import load_external_data_for_model, uses_externa
 from quantemu.errors import InvalidInputError, QuantemuError, UnsupportedError
 from quantemu.graph import onnx_attrs_tensor  # noqa: F401  (registers its normalizers)
 from quantemu.graph.ir import UNKNOWN_DIM, Graph, Node, QuantOverride, TensorInfo
-from quantemu.graph.onnx_attrs import MAX_OPSET, MIN_OPSET, NORMALIZERS, Context, RawNode
+from quantemu.graph.onnx_attrs import (
+    MAX_OPSET,
+    MIN_OPSET,
+    NORMALIZERS,
+    Context,
+    RawNode,
+    check_reviewed,
+)
+from quantemu.graph.onnx_shape_fold import rewrite_raw
 from quantemu.graph.ops.unsupported import UNSUPPORTED, unsupported_error
 from quantemu.graph.qdq import DEQUANTIZE, QUANTIZE, remove_qdq
 from quantemu.graph.shapes import infer_node
@@ -102,6 +110,12 @@ def _load_external(model, base: Path, where: str) -> None:
 def _opset(model) -> int:
     versions = [o.version for o in model.opset_import if o.domain in _DEFAULT_DOMAINS]
     if not versions:
+        domains = sorted({n.domain for n in model.graph.node} - set(_DEFAULT_DOMAINS))
+        if domains and all(n.domain not in _DEFAULT_DOMAINS for n in model.graph.node):
+            raise UnsupportedError(
+                f"operator domain {', '.join(map(repr, domains))} is not supported (only the "
+                "default ai.onnx domain)"
+            )
         raise InvalidInputError("the model imports no default-domain (ai.onnx) opset")
     opset = int(versions[0])
     if not MIN_OPSET <= opset <= MAX_OPSET:
@@ -251,7 +265,8 @@ def _toposort(nodes: list[RawNode], defined: set[str], outputs: list[str]) -> li
     """Kahn's algorithm, stable in file order; names the first dangling input or cycle."""
     producer = {}
     for node in nodes:
-        for name in node.outputs:
+        # filter: an omitted optional output ("", Attention's qk_matmul_output...) is no value
+        for name in filter(None, node.outputs):
             if name in producer or name in defined:
                 raise InvalidInputError(f"{node}: output {name!r} is defined twice")
             producer[name] = node
@@ -291,15 +306,17 @@ def _normalize(nodes, opset, consts, inputs, outputs, *, lenient: _Lenient):
         if tainted:
             lenient.opaque.update(raw.outputs)
         try:
-            node = _normalize_node(raw, ctx)
+            # Shape sub-graphs fold to constants and Split becomes Slices before normalizing.
+            produced = [_normalize_node(r, ctx) for r in rewrite_raw(raw, ctx)]
         except (UnsupportedError, InvalidInputError) as exc:
             if isinstance(exc, InvalidInputError) and not tainted:
                 raise
-            node = lenient.record(raw, exc, _TAINTED if tainted else "", tensors)
-        infos = [tensors[name] if name else None for name in node.inputs]
-        for out, shape in zip(node.outputs, infer_node(node, infos), strict=True):
-            tensors[out] = TensorInfo(out, shape, "float32")
-        ir_nodes.append(node)
+            produced = [lenient.record(raw, exc, _TAINTED if tainted else "", tensors)]
+        for node in produced:
+            infos = [tensors[name] if name else None for name in node.inputs]
+            for out, shape in zip(node.outputs, infer_node(node, infos), strict=True):
+                tensors[out] = TensorInfo(out, shape, "float32")
+            ir_nodes.append(node)
     lenient.check()
     return ir_nodes, tensors
 
@@ -316,6 +333,7 @@ def _normalize_node(raw: RawNode, ctx: Context):
             f"{raw}: operator {raw.op_type!r} is not supported; supported operators: "
             f"{_supported_list()}"
         )
+    check_reviewed(raw, ctx.opset)
     node = fn(raw, ctx)
     # Shape inference of the normalized node belongs to the node: a rank or attribute form the
     # op's shape function rejects is that node's failure, not the model's.

@@ -6,6 +6,10 @@
 ``remove_identity``    drop Identity and (inference) Dropout nodes, rewiring their readers
 ``fold_constants``     evaluate nodes whose inputs are all constants into initializers
 ``reduce_mean_to_pool``  ReduceMean over H and W becomes GlobalAveragePool (+ Flatten)
+``fuse_matmul_add``    MatMul by a constant 2-D weight (+ a constant bias Add) becomes a Gemm,
+                       between Reshapes for an N-D input (:mod:`.passes_linear`)
+``div_by_constant``    Div by a constant power of two becomes Mul by its exact reciprocal
+``fuse_hard_swish``    x * HardSigmoid(x) and x * Clip(x + 3, 0, 6) / 6 become HardSwish
 ``fold_batchnorm``     fold an inference BatchNormalization into the Conv/ConvTranspose/Gemm
                        that feeds it (weights and bias rescaled, in float32)
 ``fuse_activation``    record a Relu / Clip / LeakyRelu on its producer (Conv, ConvTranspose,
@@ -32,6 +36,7 @@ from quantemu.errors import InvalidInputError
 from quantemu.graph.executor import run_node
 from quantemu.graph.ir import Graph, Node
 from quantemu.graph.ops.normalize import batchnorm_affine
+from quantemu.graph.passes_linear import div_by_constant, fuse_hard_swish, fuse_matmul_add
 from quantemu.graph.passes_shape import reduce_mean_to_pool, relax_batch
 
 
@@ -257,6 +262,21 @@ PASSES: dict[str, Pass] = {
             "reduce_mean_to_pool",
             "turn ReduceMean over H and W into GlobalAveragePool (+ Flatten)",
             reduce_mean_to_pool,
+        ),
+        Pass(
+            "fuse_matmul_add",
+            "turn MatMul by a constant weight (+ bias Add) into Gemm, reshaping an N-D input",
+            fuse_matmul_add,
+        ),
+        Pass(
+            "div_by_constant",
+            "turn Div by a constant power of two into Mul by its reciprocal",
+            div_by_constant,
+        ),
+        Pass(
+            "fuse_hard_swish",
+            "turn x * HardSigmoid(x) and x * Clip(x + 3, 0, 6) / 6 into HardSwish",
+            fuse_hard_swish,
         ),
         Pass(
             "fold_batchnorm",

@@ -26,6 +26,26 @@ from quantemu.graph.ir import Graph, Node, TensorInfo
 BATCH = "batch"
 
 
+def bind_from_data(graph: Graph, x) -> Graph:
+    """The single input's symbolic dimensions beyond the batch bound from the data's shape
+    (a model exported with dynamic height and width, say); the graph as it is otherwise."""
+    if len(graph.inputs) != 1 or not isinstance(x, np.ndarray):
+        return graph
+    info = graph.inputs[0]
+    if all(isinstance(d, int) for d in info.shape[1:]) or x.ndim != info.rank:
+        return graph
+    return graph.with_input_shapes({info.name: (None, *x.shape[1:])})
+
+
+def symbolic_input_dims(graph: Graph) -> list[str]:
+    """``name: shape`` of every input with a symbolic dimension beyond the batch."""
+    return [
+        f"{i.name}: {'x'.join(map(str, i.shape))}"
+        for i in graph.inputs
+        if not all(isinstance(d, int) for d in i.shape[1:])
+    ]
+
+
 def fixed_batch(graph: Graph) -> int | None:
     """The fixed leading dimension every graph input shares (``None`` when it is symbolic)."""
     dims = {info.shape[0] for info in graph.inputs if info.shape}

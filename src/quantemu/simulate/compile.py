@@ -21,6 +21,7 @@ from quantemu.calibration.from_model import FROM_MODEL, is_fully_quantized, rang
 from quantemu.calibration.ranges import CalibrationRanges
 from quantemu.errors import InvalidInputError
 from quantemu.graph import Graph, check_imported, optimize
+from quantemu.graph.passes_shape import bind_from_data, symbolic_input_dims
 from quantemu.program import LinearEncoding, LoweredModel, QTensor, RunResult, run_lowered
 from quantemu.simulate.evaluate import Evaluation, evaluate
 
@@ -154,7 +155,18 @@ def compile_model(
 
     spec = backend_spec(backend)
     opts = spec.parse_options(options)
-    graph = optimize(_load(model))
+    graph = _load(model)
+    if isinstance(calib, np.ndarray):
+        graph = bind_from_data(graph, calib)  # dynamic height and width take the data's
+    symbolic = symbolic_input_dims(graph)
+    if symbolic:
+        raise InvalidInputError(
+            "the model's inputs have symbolic dimensions beyond the batch "
+            f"({'; '.join(symbolic)}); "
+            "bind them: graph.with_input_shapes({name: (None, C, H, W)}), or calibrate with an "
+            "array (its shape binds them), or --input-shape NAME=Nx3x224x224 on the command line"
+        )
+    graph = optimize(graph)
     check_imported(graph, backend)  # before calibration runs the float executor
     ranges = calibration
     if ranges is None and calib is None and is_fully_quantized(graph):

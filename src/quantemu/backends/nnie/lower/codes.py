@@ -22,7 +22,9 @@ from quantemu.program.encoding import QTensor
 from quantemu.program.layer import Layer, LayerOutput
 
 # Applied to the codes, keeping the input's encoding (MQBench exports no clip for them).
-CODE_OPS = ("Dropout", "Flatten", "Identity", "Relu", "Reshape", "Squeeze", "Unsqueeze")
+# Gather / Slice / Expand with constant indices only select or repeat bytes.
+CODE_OPS = ("Dropout", "Flatten", "Identity", "Relu", "Reshape", "Squeeze", "Unsqueeze", "Gather",
+            "Slice", "Expand")  # fmt: skip
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)

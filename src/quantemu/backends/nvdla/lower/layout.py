@@ -18,7 +18,18 @@ from quantemu.graph.executor import run_node
 from quantemu.graph.ir import Node
 from quantemu.program import Layer, LayerOutput, LinearEncoding, QTensor
 
-LAYOUT_OPS = ("Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze")
+# Gather / Slice / Expand with constant indices select or repeat surface elements: a memory
+# placement (the compiler's split/slice and broadcast read a sub-surface), no arithmetic.
+LAYOUT_OPS = (
+    "Flatten",
+    "Reshape",
+    "Transpose",
+    "Squeeze",
+    "Unsqueeze",
+    "Gather",
+    "Slice",
+    "Expand",
+)
 
 
 @dataclass(frozen=True, kw_only=True)

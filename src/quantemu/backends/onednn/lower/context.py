@@ -33,7 +33,7 @@ from quantemu.program.lowering import LoweringContext, NotLowerable
 # Ops whose PyTorch quantized kernels keep the input's scale and zero point.
 KEEPS_QPARAMS = frozenset(
     {"MaxPool", "AveragePool", "GlobalAveragePool", "Relu", "Clip", "Flatten", "Reshape"}
-    | {"Transpose", "Identity", "Dropout"}
+    | {"Transpose", "Identity", "Dropout", "Squeeze", "Unsqueeze", "Gather", "Slice", "Expand"}
 )
 # Of those, the ones whose kernel can also requantize to other output qparams.
 REQUANTIZING_POOLS = frozenset({"AveragePool", "GlobalAveragePool"})

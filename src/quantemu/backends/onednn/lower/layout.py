@@ -1,5 +1,5 @@
-"""Flatten / Reshape / Transpose / Squeeze / Unsqueeze / Identity / Dropout: the codes move,
-their values and qparams do not."""
+"""Flatten / Reshape / Transpose / Squeeze / Unsqueeze / Gather / Slice / Expand / Identity /
+Dropout: the codes move, their values and qparams do not."""
 
 from __future__ import annotations
 
@@ -12,6 +12,10 @@ from quantemu.graph.executor import run_node
 from quantemu.graph.ir import Node
 from quantemu.program import LayerOutput, QTensor
 
+#: Ops whose float kernel runs on the codes: it only selects or repeats elements (PyTorch
+#: indexes, slices and expands quantized tensors keeping their qparams).
+KERNEL_MOVES = ("Squeeze", "Unsqueeze", "Gather", "Slice", "Expand")
+
 
 @dataclass(frozen=True, eq=False, kw_only=True)
 class ReshapeLayer(U8Layer):
@@ -20,7 +24,7 @@ class ReshapeLayer(U8Layer):
     shape: tuple[int, ...] | None  # ONNX Reshape form (0 copies, -1 infers); None: keep
     flatten_axis: int | None
     perm: tuple[int, ...] | None
-    squeeze: Node | None = None  # Squeeze / Unsqueeze: the float kernel, which only moves
+    squeeze: Node | None = None  # KERNEL_MOVES: the float kernel, which only moves elements
 
     def compute(self, inputs: list[QTensor]) -> LayerOutput:
         x = inputs[0].codes
@@ -49,5 +53,5 @@ def lower_reshape(ctx: Context, node: Node) -> ReshapeLayer:
         shape=tuple(a["shape"]) if op == "Reshape" else None,
         flatten_axis=a["axis"] if op == "Flatten" else None,
         perm=tuple(a["perm"]) if op == "Transpose" else None,
-        squeeze=node if op in ("Squeeze", "Unsqueeze") else None,
+        squeeze=node if op in KERNEL_MOVES else None,
     )

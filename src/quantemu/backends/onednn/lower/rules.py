@@ -35,6 +35,9 @@ _RULES = {
     "Transpose": lower_reshape,
     "Squeeze": lower_reshape,
     "Unsqueeze": lower_reshape,
+    "Gather": lower_reshape,
+    "Slice": lower_reshape,
+    "Expand": lower_reshape,
     "Identity": lower_reshape,
     "Dropout": lower_reshape,
 }

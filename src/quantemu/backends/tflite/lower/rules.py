@@ -51,6 +51,10 @@ from quantemu.program.lowering import NotLowerable, RuleTable
 
 #: Ops that move codes without arithmetic (Squeeze/Unsqueeze are RESHAPEs in TFLite).
 MOVE_OPS = ("Reshape", "Transpose", "Flatten", "Identity", "Dropout", "Squeeze", "Unsqueeze")
+#: Gather / Slice / Expand select or repeat codes: GATHER, STRIDED_SLICE, BROADCAST_TO keep the
+#: input's quantization in TFLite.
+SELECT_OPS = {"Gather": "GATHER", "Slice": "STRIDED_SLICE", "Expand": "BROADCAST_TO"}
+MOVE_OPS += tuple(SELECT_OPS)
 
 
 def _with_activation(ctx: TfliteContext, node: Node, params, encoding):
@@ -206,6 +210,7 @@ def lower_move(ctx: TfliteContext, node: Node) -> Layer:
         )
     op = "TRANSPOSE" if node.op_type == "Transpose" else "RESHAPE"
     op = "IDENTITY" if node.op_type in ("Identity", "Dropout") else op
+    op = SELECT_OPS.get(node.op_type, op)
     fields = {"op_type": node.op_type, "attrs": node.attrs, "encoding": enc}
     return ctx.layer(MoveLayer, node, op=op, inputs=node.inputs[:1], **fields)
 

@@ -1,4 +1,5 @@
-"""Data movement: Flatten, Reshape, Transpose, Identity and Dropout move int8 codes unchanged.
+"""Data movement: Flatten, Reshape, Transpose, Identity, Dropout, Squeeze, Unsqueeze, Gather,
+Slice and Expand move int8 codes unchanged.
 
 TFLite quantizes their output like their input, so they are exact. Tensors keep the graph's
 layout (NCHW), so a Flatten before a Gemm flattens in the float model's order.
@@ -16,6 +17,10 @@ from quantemu.graph.ir import Node
 from quantemu.program import Layer, LayerOutput, QTensor
 
 MOVES = ("Flatten", "Reshape", "Transpose", "Identity", "Dropout", "Squeeze", "Unsqueeze")
+#: Moves whose float kernel (which only selects or repeats elements) runs on the codes:
+#: TFLite's GATHER, STRIDED_SLICE and BROADCAST_TO keep the input's quantization.
+KERNEL_MOVES = ("Squeeze", "Unsqueeze", "Gather", "Slice", "Expand")
+MOVES += KERNEL_MOVES[2:]
 
 
 def _reshaped(node: Node, codes: np.ndarray) -> np.ndarray:
@@ -30,7 +35,7 @@ def _reshaped(node: Node, codes: np.ndarray) -> np.ndarray:
         return codes.reshape(target)
     if node.op_type == "Transpose":
         return codes.transpose(attrs["perm"])
-    if node.op_type in ("Squeeze", "Unsqueeze"):
+    if node.op_type in KERNEL_MOVES:
         return run_node(node, [codes])[0]  # the float kernel only moves elements
     return codes  # Identity, Dropout (inference)
 
