@@ -2,8 +2,8 @@
 
 ``relax_batch``: today's exporters write a fixed batch of 1 (``torch.onnx.export(model, (x,))``).
 The pass makes a fixed leading 1 of every graph input symbolic, rewrites each Reshape whose
-target starts with that 1 to copy the batch instead (ONNX's ``0``), and then *checks* the result
-on random data: the relaxed graph on two samples must give, per sample, exactly what the
+target starts with that 1 to keep the batch instead (``-1`` or ONNX's ``0``), and then *checks*
+the result on random data: the relaxed graph on two samples must give, per sample, what the
 original graph gives on each alone (same shapes; values equal up to float32 summation order).
 Anything else (a reshape that moves the batch, an op that mixes samples) keeps the original
 graph; calibration and evaluation then feed it batches of the model's own size
@@ -69,9 +69,17 @@ def relax_batch(graph: Graph) -> Graph:
 
 
 def _copy_batch(node: Node) -> Node:
+    """A Reshape whose target starts with the old batch of 1 keeps the batch instead: ``-1``
+    (the only free size: also right under ``allowzero=1``, which today's exporter writes), else
+    ONNX's ``0`` (copy the input's dimension)."""
     shape = node.attrs.get("shape") if node.op_type == "Reshape" else None
-    if shape and shape[0] == 1 and not node.attrs.get("allowzero", 0):
-        return node.with_attrs(shape=(0, *shape[1:]))
+    if not shape or shape[0] != 1:
+        return node
+    rest = tuple(shape[1:])
+    if -1 not in rest and (0 not in rest or not node.attrs.get("allowzero", 0)):
+        return node.with_attrs(shape=(-1, *rest))
+    if not node.attrs.get("allowzero", 0):
+        return node.with_attrs(shape=(0, *rest))
     return node
 
 

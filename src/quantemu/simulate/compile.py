@@ -21,7 +21,7 @@ from quantemu.calibration.from_model import FROM_MODEL, is_fully_quantized, rang
 from quantemu.calibration.ranges import CalibrationRanges
 from quantemu.errors import InvalidInputError
 from quantemu.graph import Graph, check_imported, optimize
-from quantemu.graph.passes_shape import bind_from_data, symbolic_input_dims
+from quantemu.graph.passes_shape import bind_from_data, fixed_batch, symbolic_input_dims
 from quantemu.program import LinearEncoding, LoweredModel, QTensor, RunResult, run_lowered
 from quantemu.simulate.evaluate import Evaluation, evaluate
 
@@ -69,6 +69,13 @@ class Program:
                 f"dtype {x.dtype}; normalize it as the model expects and pass float32"
             )
         expected = tuple(info.shape)
+        batch = fixed_batch(self.graph)
+        if batch is not None and x.ndim and x.shape[0] != batch:
+            raise InvalidInputError(
+                f"input {info.name!r}: the model takes batches of exactly {batch} sample(s) (its "
+                f"batch is fixed and could not be relaxed), got {x.shape[0]}; run {batch} at a "
+                "time (evaluate() and quantemu run split the data themselves)"
+            )
         fixed = [
             (i, d) for i, d in enumerate(expected) if isinstance(d, int) and i > 0
         ]  # dimension 0 is the batch

@@ -20,9 +20,10 @@ from quantemu.backends.tflite.activation_params import (
     SoftmaxFixedPointParams,
     SoftmaxFloatTableParams,
 )
+from quantemu.backends.tflite.gelu import gelu_transform
 from quantemu.intmath import reference as ref
 
-__all__ = ["hard_swish", "leaky_relu", "logistic", "relu", "softmax_row", "tanh"]
+__all__ = ["gelu", "hard_swish", "leaky_relu", "logistic", "relu", "softmax_row", "tanh"]
 
 INT8_MIN, INT8_MAX = -128, 127
 
@@ -100,6 +101,16 @@ def tanh(x: int, p: LutParams | GemmlowpActivationParams) -> int:
     if isinstance(p, LutParams):
         return p.table[x + 128]
     return _gemmlowp_q4(x, p, ref.tanh, 24, 0)
+
+
+def gelu(x: int, s_in, z_in: int, s_out, z_out: int, *, approximate: str = "none") -> int:
+    """GELU on one code from the quantization, without a table: LiteRT's ``LUTPopulate`` step
+    for the entry of ``x`` (float32 dequantize, transform, scale, ``std::round``, float add)."""
+    f32 = np.float32
+    t = gelu_transform(approximate)(f32(s_in) * f32(x - z_in))
+    r = float(t * (f32(1.0) / f32(s_out)))
+    rounded = f32(math.copysign(math.floor(abs(r) + 0.5), r))  # exact: r is a float32
+    return _clamp(int(f32(rounded + f32(z_out))))
 
 
 def _softmax_fixed(row: list[int], p: SoftmaxFixedPointParams) -> list[int]:

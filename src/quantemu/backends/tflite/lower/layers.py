@@ -22,6 +22,7 @@ from quantemu.backends.tflite.activation import (
 )
 from quantemu.backends.tflite.conv import conv2d, depthwise_conv2d, fully_connected
 from quantemu.backends.tflite.elementwise import add, mul
+from quantemu.backends.tflite.gelu import gelu_int8
 from quantemu.backends.tflite.params import (
     AddParams,
     ConvParams,
@@ -225,4 +226,5 @@ ACTIVATIONS: dict[str, Callable] = {
     "hard_swish": hard_swish_int8,
     "logistic": logistic_int8,
     "tanh": tanh_int8,
+    "gelu": gelu_int8,
 }

@@ -19,6 +19,7 @@ from quantemu.backends.tflite.activation_params import (
     softmax_params,
     tanh_params,
 )
+from quantemu.backends.tflite.gelu import gelu_params
 from quantemu.backends.tflite.lower.context import TfliteContext
 from quantemu.backends.tflite.lower.layers import (
     ActivationLayer,
@@ -34,6 +35,7 @@ from quantemu.backends.tflite.lower.layers import (
 )
 from quantemu.backends.tflite.params import (
     FusedActivation,
+    TfliteRuntime,
     add_params,
     conv_params,
     fully_connected_params,
@@ -301,6 +303,21 @@ def lower_activation(ctx: TfliteContext, node: Node) -> Layer:
     return ctx.layer(ActivationLayer, node, op=op, kind=kind, params=params, encoding=e_out)
 
 
+def lower_gelu(ctx: TfliteContext, node: Node) -> Layer:
+    """Gelu: GELU, LiteRT's Prepare-time table (TFLite-Micro has no GELU kernel)."""
+    if ctx.options.kernel_runtime is not TfliteRuntime.LITERT_REFERENCE:
+        raise NotLowerable("GELU: the installed TFLite-Micro registers no GELU kernel")
+    e_in, e_out = ctx.encoding(node.inputs[0]), ctx.output_encoding(node)
+    params = gelu_params(
+        e_in.scale,
+        e_in.zero_point,
+        e_out.scale,
+        e_out.zero_point,
+        approximate=str(node.attrs.get("approximate", "none")),
+    )
+    return ctx.layer(ActivationLayer, node, op="GELU", kind="gelu", params=params, encoding=e_out)
+
+
 def lower_softmax(ctx: TfliteContext, node: Node) -> Layer:
     """Softmax over one axis (opset >= 13 semantics): SOFTMAX, gemmlowp's fixed point."""
     if node.attrs.get("coerce_2d") and node.attrs["axis"] != len(ctx.shape(node.inputs[0])) - 1:
@@ -351,6 +368,7 @@ RULES: RuleTable[TfliteContext] = RuleTable(
         "Sigmoid": lower_activation,
         "Tanh": lower_activation,
         "Softmax": lower_softmax,
+        "Gelu": lower_gelu,
         **dict.fromkeys(MOVE_OPS, lower_move),
     },
     unsupported=unsupported,

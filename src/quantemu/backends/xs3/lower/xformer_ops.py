@@ -301,6 +301,17 @@ def lower_xc_maxpool(ctx: TfliteContext, node: Node) -> Layer:
     return dataclasses.replace(base, op="XC_maxpool2d")
 
 
+def refuse_gelu(ctx: TfliteContext, node: Node) -> Layer:
+    """Gelu: xcore-opt 1.4.2 keeps TFLite's GELU, then fails ("Could not set up compiler":
+    its TFLite-Micro build has no GELU kernel); XMOS's host interpreter has none either."""
+    raise NotLowerable(
+        "xcore-opt 1.4.2 keeps GELU as a TFLite builtin and then fails to compile the model "
+        "(\"Didn't find op for builtin opcode 'GELU'\"); neither it nor XMOS's runtime has a "
+        "GELU kernel. Remedy: an activation xcore-opt tabulates (Relu, HardSwish, Sigmoid, Tanh), "
+        "or the tflite backend, which runs LiteRT's GELU"
+    )
+
+
 RULES = {
     "Add": lower_xc_add,
     "Sub": lower_xc_add,
@@ -309,6 +320,7 @@ RULES = {
     "GlobalAveragePool": lower_xc_mean,
     "AveragePool": lower_xc_avgpool,
     "MaxPool": lower_xc_maxpool,
+    "Gelu": refuse_gelu,
 }
 
 __all__ = [
@@ -321,4 +333,5 @@ __all__ = [
     "lower_xc_lookup",
     "lower_xc_maxpool",
     "lower_xc_mean",
+    "refuse_gelu",
 ]
