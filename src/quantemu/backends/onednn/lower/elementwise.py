@@ -34,11 +34,20 @@ class QAddLayer(U8Layer):
         return LayerOutput(QTensor(y, self.encoding), {"output_saturated": saturated})
 
 
+def _same_shape(sa, sb) -> bool:
+    """Equal shapes, where a symbolic or unknown size matches any size but 1 (shape inference
+    cannot name ``batch * 16`` after a flatten, so one side may be ``?``)."""
+    return len(sa) == len(sb) and all(
+        x == y or (not (isinstance(x, int) and isinstance(y, int)) and 1 not in (x, y))
+        for x, y in zip(sa, sb, strict=True)
+    )
+
+
 def lower_add(ctx: Context, node: Node) -> QAddLayer:
     """Add of two activations of one shape -> ``quantized::add`` / ``add_relu``."""
     a, b = ctx.activation(node, 0), ctx.activation(node, 1)
     sa, sb = ctx.graph.tensors[a].shape, ctx.graph.tensors[b].shape
-    if sa != sb:
+    if not _same_shape(sa, sb):
         raise NotLowerable(f"operand shapes {sa} and {sb} differ (broadcasting)")
     relu = node.attrs.get("activation") == "relu"
     # add_relu clamps in float before requantizing: no code bound is left to apply.
