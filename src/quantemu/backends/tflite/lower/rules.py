@@ -162,11 +162,16 @@ def lower_binary(ctx: TfliteContext, node: Node) -> Layer:
 def lower_pool(ctx: TfliteContext, node: Node) -> Layer:
     """MaxPool / AveragePool: MAX_POOL_2D / AVERAGE_POOL_2D (output on the input's scale)."""
     a = node.attrs
-    if a["ceil_mode"] or tuple(a["dilations"]) != (1, 1):
-        raise NotLowerable("ceil_mode or dilation (TFLite pools have neither)")
+    if tuple(a["dilations"]) != (1, 1):
+        raise NotLowerable("dilation (TFLite pools have none)")
     average = node.op_type == "AveragePool"
-    if average and a["count_include_pad"] and any(a["pads"]):
+    if average and a["count_include_pad"] and (any(a["pads"]) or a["ceil_mode"]):
         raise NotLowerable("count_include_pad with padding (TFLite divides by in-image taps)")
+    pads = tuple(a["pads"])
+    if a["ceil_mode"]:
+        # ceil_mode's extra window is padding after the image: TFLite's kernels skip
+        # out-of-image taps, so a max (or an in-image average) over it is what ONNX computes.
+        pads = _ceil_pads(ctx, node, pads)
     enc = ctx.same_as_input(node)
     params = pool_params(enc.scale, enc.zero_point)
     return ctx.layer(
@@ -176,10 +181,24 @@ def lower_pool(ctx: TfliteContext, node: Node) -> Layer:
         average=average,
         kernel=tuple(a["kernel_shape"]),
         strides=tuple(a["strides"]),
-        pads=tuple(a["pads"]),
+        pads=pads,
         params=_with_activation(ctx, node, params, enc),
         encoding=enc,
     )
+
+
+def _ceil_pads(ctx: TfliteContext, node: Node, pads: tuple) -> tuple[int, int, int, int]:
+    """``pads`` grown at the bottom and right so a floor-mode window walk gives the graph's
+    (ceil-mode) output size."""
+    (kh, kw), (sh, sw) = node.attrs["kernel_shape"], node.attrs["strides"]
+    _, _, h, w = ctx.shape(node.inputs[0])
+    _, _, oh, ow = ctx.shape(node.outputs[0])
+    if not all(isinstance(d, int) for d in (h, w, oh, ow)):
+        raise NotLowerable("ceil_mode with unknown spatial sizes")
+    top, left, bottom, right = pads
+    bottom = max(bottom, (oh - 1) * sh + kh - h - top)
+    right = max(right, (ow - 1) * sw + kw - w - left)
+    return (top, left, bottom, right)
 
 
 def lower_mean(ctx: TfliteContext, node: Node) -> Layer:

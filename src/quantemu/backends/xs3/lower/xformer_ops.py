@@ -260,6 +260,10 @@ def lower_xc_avgpool(ctx: TfliteContext, node: Node) -> Layer:
     DEPTHWISE_CONV_2D with them (:func:`_avgpool_as_conv`); both over zero-point padding."""
     from quantemu.backends.xs3.lower.xformer import XcConv2dLayer  # noqa: PLC0415
 
+    if node.attrs["ceil_mode"]:
+        # xcore-opt averages over zero-point padding (a full window); what a converter makes of
+        # a ceil-mode overhang is not known, so no answer is given rather than a guessed one.
+        raise NotLowerable("ceil_mode average pooling (no TFLite form xcore-opt is known to get)")
     base = tflite_rules.lower_pool(ctx, node)  # checks, geometry, output encoding
     e_in, e_out = ctx.encoding(node.inputs[0]), base.encoding
     ones, s_w, ot = _avgpool_as_conv(ctx, node)
