@@ -8,10 +8,9 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from op_coverage import TARGET_IDS, TARGETS, assert_runs_or_names_an_operator
 
 import quantemu
-from quantemu.backends.registry import known_backends
-from quantemu.errors import InvalidInputError, UnsupportedError
 from quantemu.graph import load_onnx
 from quantemu.graph.executor import run_node
 
@@ -103,7 +102,6 @@ def masked_tokens() -> onnx.ModelProto:
 
 
 MODELS = {"conv_select": (conv_select, (4, 8, 8)), "masked_tokens": (masked_tokens, (8, 16))}
-TARGETS = [(name, {}) for name in known_backends()] + [("xs3", {"toolchain": "tflite2xcore"})]
 # Gather / Slice / Expand move codes on every backend: the convolution net runs everywhere it
 # ran before (its float fallbacks aside); onednn runs Where as a float fallback.
 MUST_RUN = {
@@ -117,27 +115,12 @@ MUST_RUN = {
 }
 
 
-@pytest.mark.parametrize(
-    ("backend", "options"), TARGETS, ids=[b + "-".join(["", *o.values()]) for b, o in TARGETS]
-)
+@pytest.mark.parametrize(("backend", "options"), TARGETS, ids=TARGET_IDS)
 @pytest.mark.parametrize("name", list(MODELS))
 def test_runs_or_names_the_operator(name, backend, options):
     build, sample = MODELS[name]
-    model = build()
-    calib = np.random.default_rng(1).normal(size=(16, *sample)).astype(np.float32)
-    x = np.random.default_rng(2).normal(size=(2, *sample)).astype(np.float32)
-    op_types = {node.op_type for node in model.graph.node}
     must_run = (name, backend, options.get("toolchain", "")) in MUST_RUN
-    try:
-        program = quantemu.compile(model, backend, calib=calib, **options)
-        result = program.run(x)
-    except (UnsupportedError, InvalidInputError) as exc:
-        if must_run:
-            raise
-        named = [op for op in op_types if op in str(exc)]
-        assert named, f"{backend}: the error names none of {sorted(op_types)}: {exc}"
-        return
-    assert result is not None
+    assert_runs_or_names_an_operator(build(), sample, backend, options, must_run=must_run)
 
 
 @pytest.mark.parametrize(

@@ -13,10 +13,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-
-import quantemu
-from quantemu.backends.registry import known_backends
-from quantemu.errors import InvalidInputError, UnsupportedError
+from op_coverage import TARGET_IDS, TARGETS, assert_runs_or_names_an_operator
 
 RNG = np.random.default_rng(7)
 
@@ -112,7 +109,6 @@ MODELS = {
 }
 
 
-TARGETS = [(name, {}) for name in known_backends()] + [("xs3", {"toolchain": "tflite2xcore"})]
 # What must run (the rest may refuse, naming the operator): float fallbacks on onednn and on
 # xs3's tflite2xcore flow; Pad / Squeeze / Unsqueeze wherever TFLite's PAD and RESHAPE exist.
 MUST_RUN = {
@@ -125,24 +121,9 @@ MUST_RUN = {
 }
 
 
-@pytest.mark.parametrize(
-    ("backend", "options"), TARGETS, ids=[b + "-".join(["", *o.values()]) for b, o in TARGETS]
-)
+@pytest.mark.parametrize(("backend", "options"), TARGETS, ids=TARGET_IDS)
 @pytest.mark.parametrize("name", list(MODELS))
 def test_runs_or_names_the_operator(name, backend, options):
     build, sample = MODELS[name]
-    model = build()
-    calib = np.random.default_rng(1).normal(size=(16, *sample)).astype(np.float32)
-    x = np.random.default_rng(2).normal(size=(2, *sample)).astype(np.float32)
-    op_types = {node.op_type for node in model.graph.node}
     must_run = (name, backend, options.get("toolchain", "")) in MUST_RUN
-    try:
-        program = quantemu.compile(model, backend, calib=calib, **options)
-        result = program.run(x)
-    except (UnsupportedError, InvalidInputError) as exc:
-        if must_run:
-            raise
-        named = [op for op in op_types if op in str(exc)]
-        assert named, f"{backend}: the error names none of {sorted(op_types)}: {exc}"
-        return
-    assert result is not None
+    assert_runs_or_names_an_operator(build(), sample, backend, options, must_run=must_run)

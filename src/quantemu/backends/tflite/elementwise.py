@@ -27,6 +27,20 @@ def _operands(x1, x2, where: str) -> tuple[np.ndarray, np.ndarray]:
     return a.astype(np.int64), b.astype(np.int64)
 
 
+def _output_stage(raw, params: AddParams | MulParams):
+    """The requantization and fused-activation clamp ADD, SUB and MUL end with."""
+    return requantize_clamp(
+        raw,
+        params.output_multiplier,
+        params.output_shift,
+        params.output_offset,
+        act_min=params.act_min,
+        act_max=params.act_max,
+        floor=params.floor,
+        ceiling=params.ceiling,
+    )
+
+
 def add(x1, x2, params: AddParams):
     """int8 ADD (and SUB, through its parameters): ``(y, counters)``.
 
@@ -50,16 +64,7 @@ def add(x1, x2, params: AddParams):
     a1 = mbqm((a + params.input1_offset) * shift, params.input1_multiplier, params.input1_shift)
     a2 = mbqm((b + params.input2_offset) * shift, params.input2_multiplier, params.input2_shift)
     raw = a1 - a2 if params.subtract else a1 + a2
-    return requantize_clamp(
-        raw,
-        params.output_multiplier,
-        params.output_shift,
-        params.output_offset,
-        act_min=params.act_min,
-        floor=params.floor,
-        ceiling=params.ceiling,
-        act_max=params.act_max,
-    )
+    return _output_stage(raw, params)
 
 
 def mul(x1, x2, params: MulParams):
@@ -76,13 +81,4 @@ def mul(x1, x2, params: MulParams):
     """
     a, b = _operands(x1, x2, "tflite mul")
     prod = (a + params.input1_offset) * (b + params.input2_offset)
-    return requantize_clamp(
-        prod,
-        params.output_multiplier,
-        params.output_shift,
-        params.output_offset,
-        act_min=params.act_min,
-        floor=params.floor,
-        ceiling=params.ceiling,
-        act_max=params.act_max,
-    )
+    return _output_stage(prod, params)
