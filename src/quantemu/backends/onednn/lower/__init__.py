@@ -10,7 +10,8 @@
   ``_relu`` ops do (codes ``max(y, zero_point)``) (:mod:`.conv`, :mod:`.linear`);
 - Add, AveragePool, GlobalAveragePool, Relu, Clip, MaxPool: PyTorch's ATen quantized kernels
   (:mod:`..aten`), bit for bit (:mod:`.elementwise`, :mod:`.pool`, :mod:`.activation`);
-  reshapes move codes (:mod:`.layout`);
+  reshapes move codes (:mod:`.layout`); a Mul by a constant scalar is ``quantized::mul``
+  (Scalar), the factor moved into the output's qparams (:mod:`.elementwise`);
 - anything else: a float fallback layer (``exact=False``, :mod:`.fallback`) or, with
   ``fallback="error"``, ``UnsupportedError``.
 """

@@ -9,6 +9,10 @@ input's qparams, so the rules only read them (:attr:`Context.encodings`).
   as the ``x86`` qconfig sets it, or not as the ``onednn`` qconfig does); the input is quantized
   by ``torch.quantize_per_tensor``'s arithmetic (:class:`..aten.TorchU8Encoding`);
 - pools, ReLU, Clip and reshapes keep their input's qparams, as PyTorch's quantized ops do;
+- a Mul by a constant scalar ``c`` is ``quantized::mul`` (scalar): the codes stay (``c < 0``:
+  ``255 - q``) and the qparams become ``(|c|·s, zp)`` (``(|c|·s, 255 - zp)``; ``(1, 0)`` for
+  ``c = 0``), the product in binary64 as ATen's ``_mul_scalar_out`` takes it
+  (:func:`mul_scalar_encoding`);
 - a QDQ model's ``quant_overrides`` replace calibration (s8 activations become u8 with the zero
   point shifted by 128: the same real values); a Q/DQ pair's saturating Clip hands its override
   to the tensor it clamps, so that the producer writes the pair's codes directly.
@@ -97,9 +101,13 @@ def assign_encodings(
     for node in graph.nodes:
         out = node.outputs[0]
         source = node.inputs[0] if node.inputs else ""
-        if node.op_type in KEEPS_QPARAMS and source in enc:
+        factor = scalar_factor(graph, node)
+        given = out in graph.quant_overrides or out in adopted
+        scaled = None if factor is None or given else mul_scalar_encoding(enc[factor[0]], factor[1])
+        if scaled is not None:
+            enc[out] = scaled
+        elif node.op_type in KEEPS_QPARAMS and source in enc:
             enc[out] = enc[source]
-            given = out in graph.quant_overrides or out in adopted
             if given and not (mine := from_data(out)).same_params(enc[source]):
                 if node.op_type not in REQUANTIZING_POOLS:
                     raise UnsupportedError(
@@ -112,6 +120,35 @@ def assign_encodings(
         else:
             enc[out] = from_data(out)
     return enc
+
+
+def scalar_factor(graph: Graph, node: Node) -> tuple[str, float] | None:
+    """``(activation, c)`` when ``node`` multiplies one activation by a finite constant scalar
+    ``c`` (no fused activation): PyTorch's ``quantized::mul`` with a Scalar operand."""
+    if node.op_type != "Mul" or len(node.inputs) != 2 or node.attrs.get("activation"):
+        return None
+    consts = [i for i in node.inputs if i in graph.initializers]
+    if len(consts) != 1:
+        return None
+    c = np.asarray(graph.initializers[consts[0]])
+    if c.size != 1 or not np.isfinite(c).all():
+        return None
+    # The exported constant is binary32: PyTorch's own Python float may differ in the last bits.
+    x = next(i for i in node.inputs if i != consts[0])
+    return x, float(c.reshape(()))
+
+
+def mul_scalar_encoding(enc: TorchU8Encoding, c: float) -> TorchU8Encoding | None:
+    """The output qparams of ATen's ``quantized::mul(x, c)``: ``|c|·s`` in binary64 (rounded
+    to binary32 where the kernels read it), the zero point kept, mirrored for ``c < 0``; None
+    where ``|c|·s`` is no usable binary32 scale (the Mul stays a float fallback)."""
+    if c == 0.0:
+        return TorchU8Encoding(1.0, 0)
+    with np.errstate(over="ignore", under="ignore"):
+        scale = np.float32(abs(c) * enc.scale)
+    if not 0 < scale < np.inf:
+        return None
+    return TorchU8Encoding(abs(c) * enc.scale, enc.zp if c > 0 else 255 - enc.zp)
 
 
 def _adopted_overrides(graph: Graph) -> dict[str, str]:

@@ -1,5 +1,6 @@
 """Add of two activations -> PyTorch's ``quantized::add`` / ``add_relu``: ATen's binary32 kernel
-(see :mod:`..aten`), whose vector body and scalar tails round differently."""
+(see :mod:`..aten`), whose vector body and scalar tails round differently. Mul by a constant
+scalar -> ``quantized::mul`` (Scalar): ATen moves the factor into the output's qparams."""
 
 from __future__ import annotations
 
@@ -9,7 +10,12 @@ import numpy as np
 
 from quantemu.backends.onednn.aten import TorchU8Encoding, quantized_add
 from quantemu.backends.onednn.lower.activation import activation_bounds, activation_suffix
-from quantemu.backends.onednn.lower.context import Context, U8Layer
+from quantemu.backends.onednn.lower.context import (
+    Context,
+    U8Layer,
+    mul_scalar_encoding,
+    scalar_factor,
+)
 from quantemu.graph.ir import Node
 from quantemu.program import LayerOutput, QTensor
 from quantemu.program.lowering import NotLowerable
@@ -62,4 +68,42 @@ def lower_add(ctx: Context, node: Node) -> QAddLayer:
         threads=ctx.options.threads,
         lo=lo,
         hi=hi,
+    )
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class QMulScalarLayer(U8Layer):
+    """PyTorch ``quantized::mul`` by a Scalar ``c`` (ATen ``_mul_scalar_out``): no arithmetic on
+    the codes; ``c > 0`` copies them, ``c < 0`` mirrors them (``255 - q``), ``c = 0`` zeroes
+    them. The factor is in the output's encoding (``(|c|·s, zp)``)."""
+
+    factor: float
+
+    def compute(self, inputs: list[QTensor]) -> LayerOutput:
+        q = inputs[0].codes
+        if self.factor > 0:
+            y = q.copy()
+        elif self.factor < 0:
+            y = (255 - q).astype(np.uint8)
+        else:
+            y = np.zeros_like(q)
+        return LayerOutput(QTensor(y, self.encoding), {})
+
+
+def lower_mul(ctx: Context, node: Node) -> QMulScalarLayer:
+    """Mul of an activation by a constant scalar -> ``quantized::mul`` (Scalar)."""
+    factor = scalar_factor(ctx.graph, node)
+    if factor is None:
+        raise NotLowerable("not a product of one activation and a constant scalar")
+    x, c = factor
+    want, out = mul_scalar_encoding(ctx.encodings[x], c), node.outputs[0]
+    if want is None:
+        raise NotLowerable(f"|{c}| times the input scale is no binary32 scale")
+    if not ctx.encodings[out].same_params(want):
+        raise NotLowerable(
+            f"the file quantizes {out!r} as {ctx.encodings[out].describe()}; quantized::mul by "
+            f"{c} gives {want.describe()}"
+        )
+    return ctx.layer(
+        QMulScalarLayer, node, op="quantized::mul_scalar [aten]", inputs=(x,), factor=c
     )

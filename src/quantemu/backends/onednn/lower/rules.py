@@ -6,7 +6,7 @@ from __future__ import annotations
 from quantemu.backends.onednn.lower.activation import lower_clamp
 from quantemu.backends.onednn.lower.context import Context
 from quantemu.backends.onednn.lower.conv import lower_conv
-from quantemu.backends.onednn.lower.elementwise import lower_add
+from quantemu.backends.onednn.lower.elementwise import lower_add, lower_mul
 from quantemu.backends.onednn.lower.fallback import lower_fallback
 from quantemu.backends.onednn.lower.layout import lower_reshape
 from quantemu.backends.onednn.lower.linear import lower_linear
@@ -25,6 +25,7 @@ _RULES = {
     "Gemm": lower_linear,
     "MatMul": lower_linear,
     "Add": lower_add,
+    "Mul": lower_mul,
     "MaxPool": lower_max_pool,
     "AveragePool": lower_avg_pool,
     "GlobalAveragePool": lower_global_avg_pool,
