@@ -51,12 +51,15 @@ def test_symbolic_batch_flows_through_shape_inference():
         Node("r", "Reshape", ("x",), ("r",), {"shape": (-1, 16), "allowzero": 0}),
         Node("r2", "Reshape", ("x",), ("r2",), {"shape": (0, -1, 2), "allowzero": 0}),
         Node("t", "Transpose", ("x",), ("y",), {"perm": (0, 2, 3, 1)}),
+        # A flattened batch comes back: (N*3, 16) -> (N, 3, 16).
+        Node("u", "Reshape", ("r",), ("u",), {"shape": (-1, 3, 16), "allowzero": 0}),
     ]
     graph = _graph(nodes)
     assert graph.tensors["f"].shape == ("N", 48)
-    assert graph.tensors["r"].shape == ("?", 16)  # -1 absorbs N * 3
+    assert graph.tensors["r"].shape == ("N*3", 16)  # -1 absorbs N * 3
     assert graph.tensors["r2"].shape == ("N", 24, 2)
     assert graph.tensors["y"].shape == ("N", 4, 4, 3)
+    assert graph.tensors["u"].shape == ("N", 3, 16)
     bound = graph.with_batch(5)
     assert bound.tensors["r"].shape == (15, 16) and bound.inputs[0].shape == (5, 3, 4, 4)
     with pytest.raises(InvalidInputError, match="batch must be a positive integer"):

@@ -111,17 +111,36 @@ def broadcast(node: Node, shapes: Sequence[Shape]) -> Shape:
     return tuple(out)
 
 
+def split_dim(dim: Dim) -> tuple[str | None, int]:
+    """``dim`` as (symbol, factor): ``"batch*64"`` is ("batch", 64), ``"batch"`` ("batch", 1),
+    ``12`` (None, 12). The unknown dim ``"?"`` is its own symbol, never combined."""
+    if known(dim):
+        return None, int(dim)
+    base, star, factor = str(dim).rpartition("*")
+    if star and base and factor.isdigit():
+        return base, int(factor)
+    return str(dim), 1
+
+
+def scaled_dim(symbol: str, factor: int) -> Dim:
+    """The symbolic dim ``symbol * factor`` (a flattened batch: ``"batch*64"``)."""
+    if symbol == UNKNOWN_DIM:
+        return UNKNOWN_DIM
+    return symbol if factor == 1 else f"{symbol}*{factor}"
+
+
 def mul_dims(dims: Sequence[Dim]) -> Dim:
-    """The product of ``dims``; symbolic when one factor is symbolic and all others are 1."""
+    """The product of ``dims``; symbolic (``"batch*64"``) when one factor is symbolic, so that a
+    batch flattened with other dims can be recovered by a later Reshape's -1."""
     product = 1
-    symbolic: list[Dim] = []
+    symbols: list[str] = []
     for dim in dims:
-        if known(dim):
-            product *= dim
-        else:
-            symbolic.append(dim)
-    if not symbolic:
+        symbol, factor = split_dim(dim)
+        product *= factor
+        if symbol is not None:
+            symbols.append(symbol)
+    if not symbols:
         return product
-    if len(symbolic) == 1 and product == 1:
-        return symbolic[0]
+    if len(symbols) == 1:
+        return scaled_dim(symbols[0], product)
     return UNKNOWN_DIM

@@ -13,7 +13,16 @@ from collections.abc import Sequence
 import numpy as np
 
 from quantemu.graph.ir import UNKNOWN_DIM, Attrs, Dim, Node, Shape, TensorInfo
-from quantemu.graph.ops._spec import data, fail, known, mul_dims, register, same_dim
+from quantemu.graph.ops._spec import (
+    data,
+    fail,
+    known,
+    mul_dims,
+    register,
+    same_dim,
+    scaled_dim,
+    split_dim,
+)
 
 
 def _infer_flatten(node: Node, infos: Sequence[TensorInfo | None]) -> list[Shape]:
@@ -55,13 +64,25 @@ def reshape_target(node: Node, in_shape: Shape, shape: Sequence[int], allowzero:
 
 
 def _infer_minus_one(node: Node, in_shape: Shape, rest: list[Dim], shape) -> Dim:
-    sym_in = Counter(d for d in in_shape if not known(d))
-    sym_out = Counter(d for d in rest if not known(d))
-    known_in = int(np.prod([d for d in in_shape if known(d)], dtype=np.int64))
-    known_out = int(np.prod([d for d in rest if known(d)], dtype=np.int64))
+    parts_in = [split_dim(d) for d in in_shape]
+    parts_out = [split_dim(d) for d in rest]
+    sym_in = Counter(s for s, _ in parts_in if s is not None)
+    sym_out = Counter(s for s, _ in parts_out if s is not None)
+    known_in = int(np.prod([f for _, f in parts_in], dtype=np.int64))
+    known_out = int(np.prod([f for _, f in parts_out], dtype=np.int64))
     left = sym_in - sym_out
-    if sym_out - sym_in:
+    if sym_out - sym_in or UNKNOWN_DIM in sym_in:
         return UNKNOWN_DIM
+    if known_out == 0 or known_in % known_out:
+        if not left:
+            raise fail(node, f"cannot reshape {in_shape} to {tuple(shape)}")
+        return UNKNOWN_DIM
+    ratio = known_in // known_out
+    if not left:
+        return ratio
+    if sum(left.values()) == 1:
+        return scaled_dim(next(iter(left)), ratio)
+    return UNKNOWN_DIM
     if known_out == 0 or known_in % known_out:
         if not left:
             raise fail(node, f"cannot reshape {in_shape} to {tuple(shape)}")
