@@ -7,8 +7,11 @@ plus tf2onnx, never imported by quantemu).
 
 Per model NAME: ``NAME.float.onnx`` (tf2onnx ``from_keras``, opset 13, batch dimension free;
 tf2onnx keeps Keras' NHWC input and output and wraps NCHW convolutions and pooling in
-Transposes) and ``NAME.calib.npy`` (float32, the 64 samples of ``rep_samples`` stacked on
-axis 0). Only these files and the manifest entries ``float_onnx`` / ``calib`` are written: the
+Transposes; for the models of ``tflite_refs_tokens.HANDWRITTEN`` instead an onnx.helper graph,
+opset 17, with the ops a PyTorch export has, LayerNormalization and HardSigmoid, and the Keras
+weights, checked with onnxruntime against the Keras model on the calibration samples within
+1e-5) and ``NAME.calib.npy`` (float32, the 64 samples of ``rep_samples`` stacked on axis 0).
+Only these files and the manifest entries ``float_onnx`` / ``calib`` are written: the
 model is rebuilt and converted again in memory, and its int8 bytes must equal the manifest's
 sha256, so the ONNX holds exactly the weights the int8 file was made from.
 
@@ -21,7 +24,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +34,7 @@ import tensorflow as tf
 import tf2onnx
 
 import make_tflite_refs as mr
+import tflite_refs_tokens as tok
 
 OPSET = 13
 LAYOUT = (
@@ -47,6 +53,16 @@ FLOAT_EXPORT = (
     "logistic",
     "leaky_relu",
     "maxpool_same",
+    *tok.HANDWRITTEN,  # ONNX written with onnx.helper as PyTorch exports it (not tf2onnx)
+)
+# onnxruntime is not in the TensorFlow venv: the hand-written ONNX is checked in quantemu's.
+ORT_PYTHON = "/work/main/.venv/bin/python"
+ORT_TOL = 1e-5
+_ORT_CHECK = (
+    "import sys, numpy as np, onnxruntime as ort; d = sys.argv[1]; "
+    "s = ort.InferenceSession(d + '/m.onnx', providers=['CPUExecutionProvider']); "
+    "y = s.run(None, {'input': np.load(d + '/x.npy')})[0]; "
+    "print(ort.__version__, float(np.abs(y - np.load(d + '/y.npy')).max()))"
 )
 
 
@@ -66,6 +82,42 @@ def export_onnx(model, spec) -> bytes:
     return proto.SerializeToString()
 
 
+def ort_check(onnx_blob: bytes, model, calib: np.ndarray) -> dict:
+    """onnxruntime (CPU) on the calibration samples against the Keras model in float."""
+    with tempfile.TemporaryDirectory() as tmp:
+        Path(tmp, "m.onnx").write_bytes(onnx_blob)
+        np.save(Path(tmp, "x.npy"), calib)
+        np.save(Path(tmp, "y.npy"), model.predict(calib, batch_size=len(calib), verbose=0))
+        cmd = [ORT_PYTHON, "-c", _ORT_CHECK, tmp]
+        version, diff = subprocess.run(
+            cmd, check=True, capture_output=True, text=True
+        ).stdout.split()
+    if float(diff) > ORT_TOL:
+        raise SystemExit(f"hand-written ONNX differs from Keras by {diff} > {ORT_TOL}")
+    return {"onnxruntime": version, "max_abs_diff_vs_keras_on_calib": float(diff), "tol": ORT_TOL}
+
+
+def _float_onnx(model, spec, calib) -> tuple[bytes, dict]:
+    name = spec["name"]
+    if name not in tok.HANDWRITTEN:
+        info = {
+            "exporter": f"tf2onnx {tf2onnx.__version__} convert.from_keras, opset {OPSET}",
+            "layout": LAYOUT,
+        }
+        return export_onnx(model, spec), info
+    blob = tok.handwritten_onnx(name, model, spec["shape"])
+    info = {
+        "exporter": (
+            f"onnx.helper (tools/tflite_refs_tokens.py), opset {tok.OPSET}, exactly the Keras "
+            "weights; as PyTorch exports it (LayerNormalization / HardSigmoid ops, not tf2onnx's "
+            "decomposition)"
+        ),
+        "graph": tok.HOW[name],
+        "check": ort_check(blob, model, calib),
+    }
+    return blob, info
+
+
 def calib_set(spec) -> np.ndarray:
     return np.concatenate([s[0] for s in mr.rep_samples(spec)]).astype(np.float32)
 
@@ -73,15 +125,14 @@ def calib_set(spec) -> np.ndarray:
 def write_float(model, spec, out: Path) -> dict:
     """Write NAME.float.onnx and NAME.calib.npy; returns their manifest entries."""
     name = spec["name"]
-    onnx_blob = export_onnx(model, spec)
-    (out / f"{name}.float.onnx").write_bytes(onnx_blob)
     calib = calib_set(spec)
+    onnx_blob, how = _float_onnx(model, spec, calib)
+    (out / f"{name}.float.onnx").write_bytes(onnx_blob)
     np.save(out / f"{name}.calib.npy", calib)
     return {
         "float_onnx": {
             "file": f"{name}.float.onnx",
-            "exporter": f"tf2onnx {tf2onnx.__version__} convert.from_keras, opset {OPSET}",
-            "layout": LAYOUT,
+            **how,
             "input_shape": ["N", *spec["shape"]],
             "sha256": _sha(onnx_blob),
         },

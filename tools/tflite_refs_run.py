@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.metadata as md
 import multiprocessing
+import os
 import platform
 import subprocess
 import tempfile
@@ -99,8 +100,11 @@ def run_xformer(int8_path: Path, name: str) -> tuple[bytes, dict]:
     with tempfile.TemporaryDirectory() as tmp:
         out_path = Path(tmp) / f"{name}.xcore.tflite"
         rc = xformer.convert(str(int8_path), str(out_path), None)
-        if rc != 0:
-            raise RuntimeError(f"xcore-opt failed on {int8_path} (rc={rc})")
+        if rc != 0:  # convert() only prints the failure: rerun for the message
+            cmd = ["xcore-opt", "-o", str(out_path), str(int8_path)]
+            res = subprocess.run(cmd, check=False, capture_output=True, text=True)
+            err = " ".join((res.stdout + res.stderr).split())
+            raise RuntimeError(f"xcore-opt exit code {res.returncode}: {err}")
         blob = out_path.read_bytes()
         side = sorted(p.name for p in Path(tmp).iterdir() if p.name != out_path.name)
     info = {
@@ -182,7 +186,11 @@ def run_xmos(blob: bytes, x: np.ndarray) -> np.ndarray:
     return np.stack([r[0][0] for r in _xmos_outputs(blob, x, [int(out)])])
 
 
-def _child(conn, blob: bytes, x: np.ndarray) -> None:
+def _child(conn, blob: bytes, x: np.ndarray, log: str) -> None:
+    # The runtime names a missing kernel on the C-level stdout/stderr: keep it for the error.
+    fd = os.open(log, os.O_WRONLY)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
     conn.send(run_xmos(blob, x))
     conn.close()
 
@@ -192,20 +200,62 @@ def run_xmos_isolated(blob: bytes, x: np.ndarray) -> np.ndarray:
     builtin it was built without (e.g. HARD_SWISH), which must not end the generator."""
     ctx = multiprocessing.get_context("spawn")
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(child, blob, x))
-    proc.start()
-    child.close()
-    try:
-        y = parent.recv()
-    except EOFError:
-        y = None
-    proc.join()
+    with tempfile.NamedTemporaryFile() as log:
+        proc = ctx.Process(target=_child, args=(child, blob, x, log.name))
+        proc.start()
+        child.close()
+        try:
+            y = parent.recv()
+        except EOFError:
+            y = None
+        proc.join()
+        said = " ".join(Path(log.name).read_text(errors="replace").split())
     if y is None or proc.exitcode != 0:
-        raise RuntimeError(f"TFLMHostInterpreter process ended with exit code {proc.exitcode}")
+        msg = f"TFLMHostInterpreter process ended with exit code {proc.exitcode}"
+        raise RuntimeError(f"{msg}: {said}" if said else msg)
     return y
 
 
+def attempt(notes: dict, key: str, what: str, fn, *args):
+    """``fn(*args)``, or None with ``notes[key]`` saying why: xcore-opt or the XMOS runtime
+    rejects some models (ops it lacks), which must be recorded, not end the generator."""
+    try:
+        return fn(*args)
+    except RuntimeError as exc:
+        notes[key] = f"not stored: {exc} ({what})"
+        return None
+
+
+def xmos_or_note(blob, x, notes, key, what):
+    """The XMOS runtime, in a child process: it crashes on a model with a builtin it was built
+    without (HARD_SWISH, SQUARED_DIFFERENCE, BATCH_MATMUL)."""
+    if blob is None:
+        return None
+    ops = sorted(set(op_list(blob)))
+    return attempt(notes, key, f"XMOS runtime on {what} ops {ops}", run_xmos_isolated, blob, x)
+
+
+def xcore_entry(xcore, xinfo) -> dict:
+    if xcore is None:
+        return {}
+    xops = op_list(xcore)
+    xinfo["unoptimized_warning"] = "Op left unoptimized" in xinfo["stderr"]
+    xinfo["conv_output_transforms"] = xc_conv_transforms(xcore)
+    xinfo["channelwise_ot_used"] = any(t["t"] == 1 for t in xinfo["conv_output_transforms"])
+    return {
+        "xcore_ops": xops,
+        "tfl_ops_kept_by_xcore_opt": [o for o in xops if not o.startswith("XC_")],
+        "xcore_opt": xinfo,
+    }
+
+
 # ---------------------------------------------------------------- per-layer captures
+
+
+def _per_input(t: np.ndarray) -> np.ndarray:
+    """Drop a batch dim of 1; a tensor without one (a token model's (16, 32) reshape before
+    FULLY_CONNECTED) is kept whole, so that no element is lost."""
+    return (t[0] if len(t) == 1 else t).copy()
 
 
 def capture_ref(blob: bytes, x: np.ndarray) -> tuple[dict, list[dict]]:
@@ -234,7 +284,7 @@ def capture_ref(blob: bytes, x: np.ndarray) -> tuple[dict, list[dict]]:
         it.set_tensor(i_idx, xi[None])
         it.invoke()
         for m in metas:
-            arrays[m["key"]].append(it.get_tensor(m["tensor"])[0].copy())
+            arrays[m["key"]].append(_per_input(it.get_tensor(m["tensor"])))
     return {k: np.stack(v) for k, v in arrays.items()}, metas
 
 
@@ -282,7 +332,7 @@ def capture_xcore(blob: bytes, x: np.ndarray) -> tuple[dict, list[dict]]:
     per_input = _xmos_outputs(patched, x, wanted)
     arrays = {}
     for j, m in enumerate(k for k in metas if k["key"]):
-        arrays[m["key"]] = np.stack([r[j][0] for r in per_input])
+        arrays[m["key"]] = np.stack([_per_input(r[j]) for r in per_input])
     return arrays, metas
 
 

@@ -7,7 +7,8 @@ implementations and the runner that checks the emulation against them), :mod:`qu
 :mod:`quantemu.simulate` (whole-model simulation).
 
 ``quantemu.load_onnx``, ``quantemu.load_tflite``, ``quantemu.load_model`` (either format),
-``quantemu.calibrate`` and ``quantemu.compile`` are loaded on first use, so ``import quantemu``
+``quantemu.calibrate``, ``quantemu.compile`` and ``quantemu.prepare`` (the graph a backend's
+toolchain calibrates) are loaded on first use, so ``import quantemu``
 stays light (it does not import onnx).
 """
 
@@ -15,7 +16,15 @@ from typing import Any
 
 from quantemu._version import __version__
 
-__all__ = ["__version__", "calibrate", "compile", "load_model", "load_onnx", "load_tflite"]
+__all__ = [
+    "__version__",
+    "calibrate",
+    "compile",
+    "load_model",
+    "load_onnx",
+    "load_tflite",
+    "prepare",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -35,4 +44,8 @@ def __getattr__(name: str) -> Any:
         from quantemu.simulate.compile import compile_model  # noqa: PLC0415 (imports onnx)
 
         return compile_model
+    if name == "prepare":
+        from quantemu.simulate.compile import prepare  # noqa: PLC0415 (imports onnx)
+
+        return prepare
     raise AttributeError(f"module 'quantemu' has no attribute {name!r}")

@@ -156,3 +156,40 @@ def test_encoder_linear_layers_exact_on_onednn(zoo_dir, exporter):
         layer.name for layer in program.lowered.layers if layer.name in linear and not layer.exact
     ]
     assert not inexact, f"linear layers not exact on onednn: {inexact}"
+
+
+@pytest.mark.parametrize("exporter", EXPORTERS)
+@pytest.mark.parametrize("name", ["encoder", "encoder_relu", "vit"])
+def test_transformer_blocks_exact_on_tflite(zoo_dir, name, exporter):
+    """TFLite runs a whole encoder as TensorFlow's converter writes it: LayerNormalization out of
+    MEAN/SQUARED_DIFFERENCE/RSQRT/..., attention as BATCH_MATMUL, LiteRT's GELU; every layer
+    is one of the emulated int8 kernels."""
+    program, refusal = compile_and_run(exported(zoo_dir, name, exporter), name, "tflite")
+    assert program is not None, refusal
+    ops = {layer.op for layer in program.lowered.layers}
+    assert {"SQUARED_DIFFERENCE", "RSQRT", "BATCH_MATMUL", "FULLY_CONNECTED"} <= ops, ops
+    exact, total = exact_fraction(program)
+    assert exact == total
+
+
+@pytest.mark.parametrize("name", ["encoder", "encoder_relu"])
+def test_xs3_names_exactly_what_xcore_opt_cannot_build(zoo_dir, name):
+    """xcore-opt 1.4.2 cannot compile BATCH_MATMUL (nor GELU): the encoder is refused for those
+    and nothing else (its LayerNormalization and Linear layers lower)."""
+    path = exported(zoo_dir, name, "dynamo")
+    program, refusal = compile_and_run(path, name, "xs3")
+    assert program is None
+    blocked = {line.split()[1] for line in refusal.splitlines() if line.startswith("  - ")}
+    assert blocked == ({"MatMul", "Gelu"} if name == "encoder" else {"MatMul"}), refusal
+    assert "BATCH_MATMUL" in refusal
+
+
+@pytest.mark.parametrize("backend", ["xs3", "tflite"])
+def test_mobilenet_v3_exact_on_tflite_targets(zoo_dir, backend):
+    """Hard-sigmoid gates as the converter writes them (folded into the conv, MINIMUM, RELU) and
+    as xcore-opt fuses them (one XC_conv2d_v2)."""
+    path = exported(zoo_dir, "mobilenet_v3_small", "dynamo")
+    program, refusal = compile_and_run(path, "mobilenet_v3_small", backend, batch=1)
+    assert program is not None, refusal
+    exact, total = exact_fraction(program)
+    assert exact == total

@@ -200,13 +200,14 @@ class _Attention(nn.Module):
 
 
 class _EncoderBlock(nn.Module):
-    """Pre-norm transformer encoder block: LayerNorm, multi-head attention, GELU MLP."""
+    """Pre-norm transformer encoder block: LayerNorm, multi-head attention, GELU (or ``act``)
+    MLP."""
 
-    def __init__(self, dim: int, heads: int) -> None:
+    def __init__(self, dim: int, heads: int, act: type[nn.Module] = nn.GELU) -> None:
         super().__init__()
         self.ln1, self.ln2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
         self.attn = _Attention(dim, heads)
-        self.mlp = nn.Sequential(nn.Linear(dim, 2 * dim), nn.GELU(), nn.Linear(2 * dim, dim))
+        self.mlp = nn.Sequential(nn.Linear(dim, 2 * dim), act(), nn.Linear(2 * dim, dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x + self.attn(self.ln1(x))
@@ -233,6 +234,12 @@ def encoder_block(dim: int = 32, heads: int = 4) -> nn.Module:
     return _EncoderBlock(dim, heads)
 
 
+def encoder_block_relu(dim: int = 32, heads: int = 4) -> nn.Module:
+    """The encoder block with a ReLU MLP, ``nn.TransformerEncoderLayer``'s default activation
+    (and the form XMOS's toolchain can compile: it has no GELU kernel)."""
+    return _EncoderBlock(dim, heads, nn.ReLU)
+
+
 # name -> (builder, input shape with a batch of 1)
 ZOO: dict[str, tuple[Callable[[], nn.Module], tuple[int, ...]]] = {
     "resnet18": (ResNet18, (1, 3, 64, 64)),
@@ -242,6 +249,7 @@ ZOO: dict[str, tuple[Callable[[], nn.Module], tuple[int, ...]]] = {
     "squeezenet": (squeezenet, (1, 3, 64, 64)),
     "vit": (TinyViT, (1, 3, 32, 32)),
     "encoder": (encoder_block, (1, 16, 32)),
+    "encoder_relu": (encoder_block_relu, (1, 16, 32)),
 }
 
 

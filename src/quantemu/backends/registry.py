@@ -37,6 +37,9 @@ class BackendSpec:
     :class:`~quantemu.program.LoweredModel`. ``header(options)``: every result-changing choice,
     for report headers. ``lint(graph)``: the target's model-constraints lint (a list of
     findings with ``severity``, ``node``, ``message`` and ``advice``), or None.
+    ``prepare(graph, options)``: the toolchain's own graph rewrites, made on the optimized float
+    graph *before* calibration so that the tensors they create get calibrated ranges (TFLite:
+    LayerNormalization written out of MEAN, RSQRT, ... as TensorFlow's converter does), or None.
     """
 
     name: str
@@ -46,12 +49,18 @@ class BackendSpec:
     lower: Callable[[Any, Mapping[str, Any], Any], LoweredModel]
     header: Callable[[Any], Mapping[str, str]]
     lint: Callable[[Any], Sequence[Any]] | None = None
+    prepare: Callable[[Any, Any], Any] | None = None
 
     def parse_options(self, options: Mapping[str, Any] | LoweringOptions | None) -> Any:
         """``options`` as this backend's options class (from a mapping of values or text)."""
         if isinstance(options, self.options):
             return options
         return self.options.from_mapping(options or {})
+
+    def prepared(self, graph: Any, options: Any) -> Any:
+        """``graph`` as this backend's toolchain rewrites it before calibration (itself when
+        the backend rewrites nothing)."""
+        return graph if self.prepare is None else self.prepare(graph, self.parse_options(options))
 
 
 _BACKENDS: dict[str, BackendSpec] = {}

@@ -60,22 +60,23 @@ def simulate(
     (an int8 TFLite file), whose own quantization is used. With ``keep_outputs`` the integer
     codes of every graph output, over all samples, are kept in ``Outcome.outputs``.
     """
-    from quantemu.calibration import calibrate, ranges_from_model
-    from quantemu.simulate.compile import compile_model
+    from quantemu.simulate.compile import calibrate_for_backends, compile_model
 
-    if calib is None:
-        ranges = ranges_from_model(graph)
-    else:
-        ranges = calibrate(
-            graph, calib, observer=observer, batch_size=batch_size, progress=progress
-        )
+    ranges = calibrate_for_backends(
+        graph,
+        backends,
+        calib,
+        options=options,
+        observer=observer,
+        batch_size=batch_size,
+        progress=progress,
+    )
     outcome = Outcome(backends=list(backends))
     for backend in backends:
         try:
             start = time.perf_counter()
-            program = compile_model(
-                graph, backend, None, calibration=ranges, **(options or {}).get(backend, {})
-            )
+            own = (options or {}).get(backend, {})
+            program = compile_model(graph, backend, None, calibration=ranges[backend], **own)
             compiled = time.perf_counter()
             codes: dict[str, list[np.ndarray]] = {name: [] for name in graph.outputs}
 

@@ -1,5 +1,5 @@
-"""Normalizers of LayerNormalization, Erf, Gelu, Sqrt, Pow, Reciprocal, Squeeze, Unsqueeze and
-Pad (see onnx_attrs; the kernels are in :mod:`quantemu.graph.ops.numeric` and
+"""Normalizers of LayerNormalization, Erf, Gelu, Sqrt, Pow, Reciprocal, Squeeze, Unsqueeze,
+Pad, Min and Max (see onnx_attrs; the kernels are in :mod:`quantemu.graph.ops.numeric` and
 :mod:`quantemu.graph.ops.squeeze`, Pad's in :mod:`quantemu.graph.ops.tensor`)."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import numpy as np
 from quantemu.errors import InvalidInputError, UnsupportedError
 from quantemu.graph.ir import Node, TensorInfo
 from quantemu.graph.onnx_attrs import (
+    REVIEWED,
     Context,
     RawNode,
     check_attrs,
@@ -210,3 +211,18 @@ def _full_pads(raw: RawNode, ctx: Context, pads: list[int], rank: int) -> list[i
     for i, axis in enumerate(axes):
         full[axis], full[rank + axis] = pads[i], pads[len(axes) + i]
     return full
+
+
+# Min-8 to Min-13 (and Max) differ only in types; quantemu takes the two-input form.
+REVIEWED.update({"Min": (8, 13), "Max": (8, 13)})
+
+
+@normalizer("Min", "Max")
+def _min_max(raw: RawNode, ctx: Context) -> Node:
+    check_attrs(raw, ())
+    if len(raw.inputs) != 2 or not all(raw.inputs):
+        raise UnsupportedError(
+            f"{raw}: {raw.op_type} with {len(raw.inputs)} inputs; quantemu supports exactly two "
+            f"(broadcast): nest {raw.op_type} nodes pairwise"
+        )
+    return make(raw, raw.inputs[:2], {})

@@ -117,8 +117,6 @@ def _fully_connected(b: TfliteGraphBuilder, op: TfliteOp) -> None:
     if o.get("weights_format", 0) != 0 or wt.data is None or len(wt.shape) != 2:
         raise UnsupportedError("only constant (O, I) weights in the DEFAULT format are supported")
     out_shape = b.tensor(op.outputs[0]).shape
-    if len(out_shape) != 2:
-        raise UnsupportedError(f"keep_num_dims outputs of rank {len(out_shape)} are not supported")
     source = b.value(x, "nhwc")
     if len(b.tensor(x).shape) != 2:  # TFLite flattens the input to (-1, I)
         flat = b.unique(f"{b.tensor(x).name}/flat")
@@ -128,7 +126,7 @@ def _fully_connected(b: TfliteGraphBuilder, op: TfliteOp) -> None:
             [source],
             [flat],
             {"shape": (-1, wt.shape[1]), "allowzero": 0},
-            "/flatten",
+            suffix="/flatten",
         )
         if source in b.overrides:
             b.overrides[flat] = b.overrides[source]
@@ -136,7 +134,36 @@ def _fully_connected(b: TfliteGraphBuilder, op: TfliteOp) -> None:
     inputs = [source, b.constant(w)] + ([b.constant(bias)] if bias >= 0 else [])
     attrs = {"alpha": 1.0, "beta": 1.0, "transA": 0, "transB": 1}
     attrs |= fused_activation(o["activation"], op)
-    b.add(op, "Gemm", inputs, [b.output(op.outputs[0])], attrs)
+    if len(out_shape) == 2:
+        b.add(op, "Gemm", inputs, [b.output(op.outputs[0])], attrs)
+        return
+    # keep_num_dims: the (-1, O) product reshaped to the output's leading dimensions, on the
+    # output's quantization (a move of codes)
+    out = b.output(op.outputs[0], "nhwc")
+    flat_out = b.unique(f"{out}/flat")
+    if out in b.overrides:
+        b.overrides[flat_out] = b.overrides[out]
+    b.add(op, "Gemm", inputs, [flat_out], attrs)
+    shape = {"shape": (-1, *out_shape[1:]), "allowzero": 0}
+    b.add(op, "Reshape", [flat_out], [out], shape, suffix="/unflatten")
+
+
+def _batch_matmul(b: TfliteGraphBuilder, op: TfliteOp) -> None:
+    """BATCH_MATMUL: MatMul, adj_x / adj_y as a Transpose of the operand's last two axes (on
+    the operand's quantization: a move of codes)."""
+    inputs = []
+    for i, adj in zip(op.inputs[:2], ("adj_x", "adj_y"), strict=True):
+        source = b.value(i, "nhwc")
+        rank = len(b.tensor(i).shape)
+        if op.options.get(adj):
+            moved = b.unique(f"{b.tensor(i).name}/{adj}")
+            perm = (*range(rank - 2), rank - 1, rank - 2)
+            b.add(op, "Transpose", [source], [moved], {"perm": perm}, suffix=f"/{adj}")
+            if source in b.overrides:
+                b.overrides[moved] = b.overrides[source]
+            source = moved
+        inputs.append(source)
+    b.add(op, "MatMul", inputs, [b.output(op.outputs[0], "nhwc")])
 
 
 def _elementwise_layout(b: TfliteGraphBuilder, op: TfliteOp) -> str | None:
@@ -224,6 +251,13 @@ def _reshape(b: TfliteGraphBuilder, op: TfliteOp) -> None:
     b.add(op, "Reshape", [b.value(op.inputs[0], "nhwc")], [b.output(op.outputs[0], "nhwc")], attrs)
 
 
+def _transpose(b: TfliteGraphBuilder, op: TfliteOp) -> None:
+    """TRANSPOSE with a constant permutation, on the tensors' own (TFLite) axis order."""
+    perm = tuple(b.ints(op.inputs[1], "TRANSPOSE's permutation"))
+    x, out = b.value(op.inputs[0], "nhwc"), b.output(op.outputs[0], "nhwc")
+    b.add(op, "Transpose", [x], [out], {"perm": perm})
+
+
 def _pad(b: TfliteGraphBuilder, op: TfliteOp) -> None:
     x = op.inputs[0]
     rank = len(b.tensor(x).shape)
@@ -299,13 +333,19 @@ BUILTINS: dict[str, Callable[[TfliteGraphBuilder, TfliteOp], None]] = {
     "CONV_2D": _conv,
     "DEPTHWISE_CONV_2D": _depthwise,
     "FULLY_CONNECTED": _fully_connected,
+    "BATCH_MATMUL": _batch_matmul,
     "ADD": _binary("Add"),
     "SUB": _binary("Sub"),
     "MUL": _binary("Mul"),
+    "SQUARED_DIFFERENCE": _binary("SquaredDifference"),
+    "MINIMUM": _binary("Min"),
+    "MAXIMUM": _binary("Max"),
+    "RSQRT": _unary("Rsqrt"),
     "MAX_POOL_2D": _pool("MaxPool"),
     "AVERAGE_POOL_2D": _pool("AveragePool"),
     "MEAN": _mean,
     "RESHAPE": _reshape,
+    "TRANSPOSE": _transpose,
     "PAD": _pad,
     "PADV2": _pad,
     "CONCATENATION": _concat,

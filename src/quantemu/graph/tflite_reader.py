@@ -86,6 +86,7 @@ OPTIONS: dict[str, tuple[str, dict[str, str]]] = {
     ),
     "SOFTMAX": ("SoftmaxOptions", {"beta": "Beta"}),
     "LEAKY_RELU": ("LeakyReluOptions", {"alpha": "Alpha"}),
+    "BATCH_MATMUL": ("BatchMatMulOptions", {"adj_x": "AdjX", "adj_y": "AdjY"}),
 }
 OPTIONS["AVERAGE_POOL_2D"] = OPTIONS["MAX_POOL_2D"]
 

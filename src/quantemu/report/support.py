@@ -102,9 +102,13 @@ def _backend_states(graph: Graph, ranges: Any, backend: str) -> dict[str, str]:
     from quantemu.program.lowering import LoweringFailed  # noqa: PLC0415
 
     spec = backend_spec(backend)
+    options = spec.parse_options({})
+    lowered_graph = spec.prepared(graph, options)
+    if lowered_graph is not graph:  # the toolchain writes some nodes out of others
+        ranges = cheap_ranges(lowered_graph)[0]
     states = {n.name: "unsupported" for n in graph.nodes if n.op_type == UNSUPPORTED}
     try:
-        layers = spec.lower(graph, ranges, spec.parse_options({})).layers
+        layers = spec.lower(lowered_graph, ranges, options).layers
     except LoweringFailed as exc:
         layers = exc.layers
         states.update((node.name, "unsupported") for node, _ in exc.failures)
@@ -113,7 +117,20 @@ def _backend_states(graph: Graph, ranges: Any, backend: str) -> dict[str, str]:
         state = _layer_state(layer)
         previous = states.get(layer.name, "exact")
         states[layer.name] = max(previous, state, key=STATES.index)
-    return states
+    return _onto(graph, states)
+
+
+def _onto(graph: Graph, states: dict[str, str]) -> dict[str, str]:
+    """States of a prepared graph's nodes onto the original nodes they were written out of
+    (``NAME/part`` belongs to ``NAME``): each original node takes its parts' worst state."""
+    names = {n.name for n in graph.nodes}
+    out: dict[str, str] = {}
+    for name, state in states.items():
+        owner = name if name in names else name.rpartition("/")[0]
+        if owner not in names:
+            owner = name
+        out[owner] = max(out.get(owner, "exact"), state, key=STATES.index)
+    return out
 
 
 def _layer_state(layer: Any) -> str:

@@ -17,10 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from quantemu.calibration import calibrate, ranges_from_model
 from quantemu.graph import Graph
 from quantemu.program import LinearEncoding
-from quantemu.simulate.compile import Program, compile_model
+from quantemu.simulate.compile import Program, calibrate_for_backends, compile_model
 
 
 @dataclass
@@ -69,13 +68,11 @@ def compare_backends(
 ) -> Disagreement:
     """Run ``x`` through ``graph`` on both ``backends`` and compare their codes per tensor."""
     first, second = backends
-    ranges = (
-        ranges_from_model(graph)
-        if calib is None
-        else calibrate(graph, calib, observer=observer, batch_size=batch_size)
+    ranges = calibrate_for_backends(
+        graph, backends, calib, options=options, observer=observer, batch_size=batch_size
     )
     programs = [
-        compile_model(graph, b, None, calibration=ranges, **(options or {}).get(b, {}))
+        compile_model(graph, b, None, calibration=ranges[b], **(options or {}).get(b, {}))
         for b in (first, second)
     ]
     rows = _rows(programs)

@@ -139,6 +139,60 @@ def _load(model) -> Graph:
     return load_model(model)
 
 
+def _check_ranges_cover(graph: Graph, ranges: CalibrationRanges, backend: str) -> None:
+    """Precomputed ranges of the float graph lack the tensors a toolchain's own rewrites
+    create (``BackendSpec.prepare``): say so, and how to calibrate the rewritten graph."""
+    if ranges.observer == FROM_MODEL:
+        return
+    missing = [
+        out for node in graph.nodes for out in node.outputs if out and out not in ranges.tensors
+    ]
+    if missing:
+        raise InvalidInputError(
+            f"the calibration ranges have no range for {len(missing)} tensor(s) that {backend}'s "
+            f"toolchain creates when it rewrites the graph ({', '.join(missing[:4])}"
+            f"{' ...' if len(missing) > 4 else ''}); calibrate the graph as {backend} sees it: "
+            f"quantemu.calibrate(quantemu.prepare(graph, {backend!r}), data), or pass calib=data"
+        )
+
+
+def prepare(model, /, backend: str, **options: Any) -> Graph:
+    """``model`` optimized and rewritten as ``backend``'s toolchain does before calibration
+    (the graph ``quantemu.compile`` calibrates and lowers)."""
+    spec = backend_spec(backend)
+    return spec.prepared(optimize(_load(model)), spec.parse_options(options))
+
+
+def calibrate_for_backends(
+    graph: Graph,
+    backends,
+    calib,
+    *,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    **calibrate_args: Any,
+) -> dict[str, CalibrationRanges]:
+    """Ranges for each of ``backends``: of the float graph, or of the graph as a backend's
+    toolchain rewrites it (``BackendSpec.prepare``), each distinct graph calibrated once;
+    ``calib=None``: a fully quantized model's own. ``calibrate_args`` go to ``calibrate``."""
+    from quantemu.calibration.api import calibrate  # noqa: PLC0415 (keeps import light)
+
+    optimized = optimize(graph)
+    done: dict[tuple[str, ...], CalibrationRanges] = {}
+    ranges = {}
+    for backend in backends:
+        spec = backend_spec(backend)
+        seen = spec.prepared(optimized, spec.parse_options((options or {}).get(backend, {})))
+        key = tuple(n.name for n in seen.nodes)
+        if key not in done:
+            done[key] = (
+                ranges_from_model(seen)
+                if calib is None
+                else calibrate(seen, calib, **calibrate_args)
+            )
+        ranges[backend] = done[key]
+    return ranges
+
+
 def compile_model(
     model,
     /,
@@ -173,7 +227,8 @@ def compile_model(
             "bind them: graph.with_input_shapes({name: (None, C, H, W)}), or calibrate with an "
             "array (its shape binds them), or --input-shape NAME=Nx3x224x224 on the command line"
         )
-    graph = optimize(graph)
+    optimized = optimize(graph)
+    graph = spec.prepared(optimized, opts)
     check_imported(graph, backend)  # before calibration runs the float executor
     ranges = calibration
     if ranges is None and calib is None and is_fully_quantized(graph):
@@ -185,5 +240,7 @@ def compile_model(
                 "(calibration=quantemu.calibrate(...) or CalibrationRanges.load(path))"
             )
         ranges = calibrate(graph, calib, observer=observer, progress=progress)
+    if graph is not optimized:
+        _check_ranges_cover(graph, ranges, backend)
     lowered = spec.lower(graph, ranges, opts)
     return Program(backend=backend, graph=graph, ranges=ranges, lowered=lowered)

@@ -30,7 +30,17 @@ MANIFEST = json.loads((REFS / "MANIFEST.json").read_text())["models"]
 FLOAT_MODELS = sorted(k for k, v in MANIFEST.items() if "float_onnx" in v)
 MOVES = ("TRANSPOSE", "RESHAPE", "IDENTITY")
 # (model, layer index without moves) -> float32 ULPs the calibrated scale may be off.
-CALIBRATION_ULPS = {("conv_scale_spread", 0): 1}
+# hard_sigmoid: the converter folds 0.2 x + 0.5 into the conv, whose output then takes MINIMUM's
+# range (same scale); the folded sums' float32 rounding puts its minimum 1 ULP apart.
+# layer_norm, encoder_relu: LiteRT's float MEAN, RSQRT and MUL round differently from quantemu's
+# float executor, and each scale downstream inherits the last-bit difference of the range.
+CALIBRATION_ULPS = {
+    ("conv_scale_spread", 0): 1,
+    ("hard_sigmoid", 0): 1,
+    ("hard_sigmoid", 1): 1,
+    **{("layer_norm", i): 1 for i in (2, 3, 7, 8)},
+    **{("encoder_relu", i): 1 for i in (4, 5, 6, 9, 10, 11, 12)},
+}
 
 
 def _layers(prog):
@@ -69,12 +79,14 @@ def _check_layer(name: str, i: int, got, want) -> None:
     constants = (getattr(got, "constants", None) or (), getattr(want, "constants", None) or ())
     assert len(constants[0]) == len(constants[1]), where
     for a, b in zip(*constants, strict=True):
-        assert _same_array(a, b), (where, "constant operand")
+        # a scalar constant may be kept 0-D or broadcast-shaped for the NCHW layout
+        assert _same_array(np.squeeze(a), np.squeeze(b)), (where, "constant operand")
     e_got, e_want = got.encoding, want.encoding
     assert int(e_got.zero_point) == int(e_want.zero_point), where
     allowed = CALIBRATION_ULPS.get((name, i), 0)
     assert _ulps(e_got.scale, e_want.scale) <= allowed, (where, e_got.scale, e_want.scale)
-    if allowed == 0 and got.op != "CONCATENATION":  # see test_float_path_derives_the_int8_file
+    fed = CALIBRATION_ULPS.get((name, i - 1), 0)  # its input's scale may be off as much
+    if allowed == fed == 0 and got.op != "CONCATENATION":  # see test_float_path_derives_...
         assert repr(got.params) == repr(want.params), where
 
 

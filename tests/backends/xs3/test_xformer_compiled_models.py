@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -30,11 +31,17 @@ from quantemu.program import LinearEncoding, QTensor
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 PUBLIC = [("models_xs3_public", n) for n in ("conv_relu_stack", "depthwise_sep", "mlp", "rgb_conv")]
-# every reference model, compiled
+_REFS = json.loads((DATA / "tflite_refs" / "MANIFEST.json").read_text())["models"]
+# every reference model that XMOS's host interpreter ran, compiled
 REFS = [
     ("tflite_refs", n)
-    for n in json.loads((DATA / "tflite_refs" / "MANIFEST.json").read_text())["models"]
+    for n, m in _REFS.items()
+    if not {"xcore_opt", "y_xcore"} & set(m.get("notes", {}))
 ]
+# compiled by xcore-opt, but the host interpreter lacks one of its builtins (SQUARED_DIFFERENCE)
+NOT_RUN = [n for n, m in _REFS.items() if "y_xcore" in m.get("notes", {})]
+# xcore-opt itself refused to compile (BATCH_MATMUL)
+NOT_COMPILED = [n for n, m in _REFS.items() if "xcore_opt" in m.get("notes", {})]
 ENC = LinearEncoding(np.float32(1.0), np.int8(0), "int8")
 
 
@@ -171,3 +178,23 @@ def test_mean_equals_scalar(xs, zp_in, zp_out, sm):
                     scale_mul=sm)  # fmt: skip
     got = layer.compute([QTensor(np.array(xs, np.int8).reshape(1, -1), ENC)]).tensor.codes
     assert got.reshape(-1).tolist() == [mean_scalar(xs, zp_in, zp_out, sm)]
+
+
+@pytest.mark.parametrize("name", NOT_RUN)
+def test_compiled_equals_the_xformer_lowering_where_the_host_interpreter_cannot_run(name):
+    """No host-interpreter output exists (its build lacks a builtin that xcore-opt's own
+    TFLite-Micro, and the device's, register): the compiled file, simulated with the parameters
+    xcore-opt wrote, must give what quantemu's own xcore-opt lowering of the int8 file gives."""
+    x = np.load(DATA / "tflite_refs" / f"{name}.npz")["x_int8"]
+    compiled = _compiled("tflite_refs", name)
+    lowered = quantemu.compile(DATA / "tflite_refs" / f"{name}.int8.tflite", "xs3")
+    a = compiled.run(x).tensors[compiled.graph.outputs[0]].codes
+    b = lowered.run(x).tensors[lowered.graph.outputs[0]].codes
+    assert np.array_equal(a, b.reshape(a.shape))
+
+
+@pytest.mark.parametrize("name", NOT_COMPILED)
+def test_xs3_refuses_what_xcore_opt_cannot_compile(name):
+    op = re.search(r"builtin opcode '(\w+)'", _REFS[name]["notes"]["xcore_opt"]).group(1)
+    with pytest.raises(UnsupportedError, match=op):
+        quantemu.compile(DATA / "tflite_refs" / f"{name}.int8.tflite", "xs3")

@@ -5,6 +5,7 @@ TFLite-Micro's, with the parameters their ``Prepare`` functions derive from the 
 
 from quantemu.backends.registry import BackendSpec
 from quantemu.backends.tflite.lower import Options, header, lower
+from quantemu.backends.tflite.lower.decompose import decompose_for_tf_converter
 
 #: The backend's registration (:mod:`quantemu.backends.catalog` registers it).
 BACKEND = BackendSpec(
@@ -14,6 +15,7 @@ BACKEND = BackendSpec(
     options=Options,
     lower=lower,
     header=header,
+    prepare=lambda graph, options: decompose_for_tf_converter(graph),
 )
 
 __all__ = ["BACKEND"]

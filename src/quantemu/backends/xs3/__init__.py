@@ -20,7 +20,7 @@ from quantemu.backends.xs3.fc import (
     fully_connected_8,
     fully_connected_16,
 )
-from quantemu.backends.xs3.lower import Options, header, lower
+from quantemu.backends.xs3.lower import Options, header, lower, prepare
 from quantemu.backends.xs3.params import ConvParams, Model, OutputOptions, Window, YParams
 from quantemu.backends.xs3.quantize import (
     DerivedParams,
@@ -41,6 +41,7 @@ BACKEND = BackendSpec(
     options=Options,
     lower=lower,
     header=header,
+    prepare=prepare,
 )
 
 __all__ = [

@@ -1,10 +1,13 @@
-"""LayerNormalization, Erf, Gelu, Sqrt, Pow and Reciprocal.
+"""LayerNormalization, Erf, Gelu, Sqrt, Pow, Reciprocal, Rsqrt, SquaredDifference, Min, Max.
 
 Normalized attributes: LayerNormalization ``axis`` (non-negative; normalized over
 ``axis..rank-1``), ``epsilon``, ``stash_type`` (1 or 11), inputs ``X, Scale[, B]``, outputs
 ``Y`` and, only where the model reads them, ``Mean`` and ``InvStdDev`` (of shape
 ``X.shape[:axis]`` then ones); Gelu ``approximate`` (``"none"`` or ``"tanh"``); Pow: inputs
 ``X, Y`` (the exponent, usually a constant initializer; broadcast); Erf, Sqrt, Reciprocal: none.
+Rsqrt (``1/sqrt(x)``) and SquaredDifference (``(a-b)**2``, broadcast) are not ONNX ops: they
+are TFLite's RSQRT and SQUARED_DIFFERENCE (a LayerNormalization as TensorFlow converts it).
+Min and Max take exactly two inputs here (broadcast); ONNX's variadic forms are refused.
 
 LayerNormalization, Erf and Gelu compute in float64 and round once to float32: the result is the
 correctly rounded value (or within an ulp of it), which is what onnxruntime's float32 kernels
@@ -104,9 +107,33 @@ def _run_pow(attrs: Attrs, inputs: Sequence[np.ndarray | None]) -> list[np.ndarr
         return [np.power(x, exponent, dtype=np.float32)]
 
 
+def _run_rsqrt(attrs: Attrs, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
+    # 1/sqrt in float64, rounded once: the correctly rounded float32 (or within an ulp).
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return [(1.0 / np.sqrt(np.asarray(inputs[0], np.float64))).astype(np.float32)]
+
+
+def _run_squared_difference(attrs: Attrs, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
+    with np.errstate(over="ignore", invalid="ignore"):
+        d = np.subtract(inputs[0], inputs[1], dtype=np.float32)
+        return [np.multiply(d, d, dtype=np.float32)]
+
+
+def _run_min(attrs: Attrs, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
+    return [np.minimum(inputs[0], inputs[1]).astype(np.float32, copy=False)]
+
+
+def _run_max(attrs: Attrs, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
+    return [np.maximum(inputs[0], inputs[1]).astype(np.float32, copy=False)]
+
+
 register("LayerNormalization", _infer_layer_norm, _run_layer_norm, inputs=(2, 3))
 register("Erf", _same_shape, _run_erf)
 register("Gelu", _same_shape, _run_gelu)
 register("Sqrt", _same_shape, _run_sqrt)
 register("Reciprocal", _same_shape, _run_reciprocal)
 register("Pow", _infer_pow, _run_pow, inputs=2)
+register("Rsqrt", _same_shape, _run_rsqrt)
+register("SquaredDifference", _infer_pow, _run_squared_difference, inputs=2)
+register("Min", _infer_pow, _run_min, inputs=2)
+register("Max", _infer_pow, _run_max, inputs=2)

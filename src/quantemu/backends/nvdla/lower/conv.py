@@ -227,6 +227,13 @@ def _weights_and_bias(ctx: NvdlaContext, node: Node):
 
 
 def _check_dense_input(ctx: NvdlaContext, node: Node) -> None:
+    if node.op_type == "MatMul" and ctx.const(node.inputs[1]) is None:
+        raise UnsupportedError(
+            f"{node}: both operands ({node.inputs[0]!r}, {node.inputs[1]!r}) are activations "
+            "(a product such as attention's q @ k^T); NVDLA's only matrix-product unit, the "
+            "convolution core (CMAC), multiplies activations by constant weights from the weight "
+            "blob"
+        )
     shape = ctx.shape(node.inputs[0])
     if len(shape) != 2:
         raise UnsupportedError(

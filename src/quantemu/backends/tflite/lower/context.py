@@ -34,6 +34,10 @@ from quantemu.program.lowering import LoweringContext
 
 #: Operators that move codes without changing their quantization.
 MOVES = ("Reshape", "Transpose", "Flatten", "Identity", "Dropout")
+#: LiteRT's float kernels that may write their output into an input's buffer.
+INPLACE = ("Add", "Sub", "Mul")
+#: Operators whose inputs the converter gives their output's quantization.
+SAME_SCALE = ("Concat", "Min", "Max")
 
 
 class TfliteContext(LoweringContext):
@@ -156,11 +160,13 @@ class TfliteContext(LoweringContext):
         return enc.quantize(value).astype(np.int64), enc
 
     def _concatenated_as(self, name: str) -> str | None:
-        """The output of the Concat ``name`` feeds (through code moves), if its scale rules.
+        """The output of the Concat (or Min, Max) ``name`` feeds (through code moves), if its
+        scale rules.
 
-        TensorFlow's converter gives CONCATENATION's inputs the output's quantization (it is a
-        same-scale operator): a producer with a free scale takes it, while one with a fixed
-        output quantization (LOGISTIC, TANH, SOFTMAX) keeps its own and is requantized.
+        TensorFlow's converter gives CONCATENATION's, MINIMUM's and MAXIMUM's inputs the
+        output's quantization (they are same-scale operators): a producer with a free scale
+        takes it, while one with a fixed output quantization (LOGISTIC, TANH, SOFTMAX) keeps its
+        own and is requantized.
         """
         producer = self.graph.producer(name)
         if producer is not None and producer.op_type in FIXED_OUTPUT:
@@ -169,7 +175,7 @@ class TfliteContext(LoweringContext):
         while pending:
             tensor = pending.pop()
             for reader in self.graph.consumers(tensor):
-                if reader.op_type == "Concat":
+                if reader.op_type in SAME_SCALE:
                     return reader.outputs[0]
                 if reader.op_type in MOVES and reader.outputs[0] not in seen:
                     seen.add(reader.outputs[0])
@@ -191,4 +197,55 @@ class TfliteContext(LoweringContext):
                 "optimized graph (quantemu.calibrate(graph, data)) before lowering"
             ) from None
         low, high = float(np.min(rng.min)), float(np.max(rng.max))
+        shared = self._overwritten_by(name)
+        if shared is not None and shared in self.ranges:
+            low = min(low, float(np.min(self.ranges[shared].min)))
+            high = max(high, float(np.max(self.ranges[shared].max)))
         return int8_encoding(*activation_params(low, high))
+
+    def _overwritten_by(self, name: str) -> str | None:
+        """The output of the in-place ADD/SUB/MUL that reuses ``name``'s buffer, if any.
+
+        TensorFlow's calibrator logs an operator's inputs after the operator has run, on
+        LiteRT's float interpreter, whose ADD, SUB and MUL write their output into an input's
+        buffer when they can: the first input (in order) that is computed at run time, read by
+        that operator alone, not a graph input, and shaped as the output, which must not be a
+        graph output. That input's logged range is then its own and the output's together (so
+        the converter quantizes a LayerNormalization's variance on its ``+ epsilon`` range).
+        Checked against TensorFlow 2.17 on tests/data/tflite_refs (layer_norm, encoder_relu).
+        """
+        readers = self.graph.consumers(name)
+        if not self.options.inplace_calibration:
+            return None
+        if len(readers) != 1 or readers[0].op_type not in INPLACE:
+            return None
+        node, graph = readers[0], self.graph
+        out = node.outputs[0]
+        if self._is_graph_output(out):
+            return None
+        for candidate in node.inputs[:2]:
+            if (
+                self.const(candidate) is None
+                and not self._is_graph_input(candidate)
+                and len(graph.consumers(candidate)) == 1
+                and tuple(self.shape(candidate)) == tuple(self.shape(out))
+            ):
+                return out if candidate == name else None
+        return None
+
+    def _is_graph_input(self, name: str) -> bool:
+        """``name`` is a graph input, or a layout view of one (TFLite has no such moves)."""
+        producer = self.graph.producer(name)
+        while producer is not None and producer.op_type in MOVES:
+            name = producer.inputs[0]
+            producer = self.graph.producer(name)
+        return name in self.graph.input_names
+
+    def _is_graph_output(self, name: str) -> bool:
+        """``name`` is a graph output, or only moved into one."""
+        while name not in self.graph.outputs:
+            readers = self.graph.consumers(name)
+            if len(readers) != 1 or readers[0].op_type not in MOVES:
+                return False
+            name = readers[0].outputs[0]
+        return True

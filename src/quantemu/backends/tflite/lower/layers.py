@@ -20,6 +20,7 @@ from quantemu.backends.tflite.activation import (
     relu_int8,
     tanh_int8,
 )
+from quantemu.backends.tflite.batch_matmul import BatchMatMulParams, batch_matmul_int8
 from quantemu.backends.tflite.conv import conv2d, depthwise_conv2d, fully_connected
 from quantemu.backends.tflite.elementwise import add, mul
 from quantemu.backends.tflite.gelu import gelu_int8
@@ -82,6 +83,19 @@ class FullyConnectedLayer(Layer):
         """The reference kernel (per-channel or per-tensor multipliers)."""
         y, counters = fully_connected(inputs[0].codes, self.weights, self.bias, self.params)
         return LayerOutput(QTensor(y.astype(np.int8), self.encoding), counters)
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class BatchMatMulLayer(Layer):
+    """BATCH_MATMUL of two activations (batch axes broadcast; no bias, no activation)."""
+
+    params: BatchMatMulParams
+    encoding: LinearEncoding
+
+    def compute(self, inputs: list[QTensor]) -> LayerOutput:
+        """The reference kernel on both operands' codes."""
+        y, counters = batch_matmul_int8(inputs[0].codes, inputs[1].codes, self.params)
+        return LayerOutput(QTensor(y, self.encoding), counters)
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)

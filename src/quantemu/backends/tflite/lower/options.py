@@ -63,6 +63,12 @@ class Options(LoweringOptions):
         return TfliteRuntime.TFLITE_MICRO
 
     @property
+    def inplace_calibration(self) -> bool:
+        """Ranges as TensorFlow 2.17's calibrator logs them on in-place ADD/SUB/MUL (see
+        ``TfliteContext._overwritten_by``)."""
+        return True
+
+    @property
     def fc_first_channel_scale(self) -> bool:
         """Per-channel FULLY_CONNECTED weights run with channel 0's scale (XMOS's runtime)."""
         return self.runtime is Runtime.XMOS_TFLITE_MICRO

@@ -19,10 +19,17 @@ from quantemu.backends.tflite.activation_params import (
     softmax_params,
     tanh_params,
 )
+from quantemu.backends.tflite.batch_matmul import MAX_RANK, batch_matmul_params
 from quantemu.backends.tflite.gelu import gelu_params
 from quantemu.backends.tflite.lower.context import TfliteContext
+from quantemu.backends.tflite.lower.elementwise_more import (
+    lower_min_max,
+    lower_rsqrt,
+    lower_squared_difference,
+)
 from quantemu.backends.tflite.lower.layers import (
     ActivationLayer,
+    BatchMatMulLayer,
     BinaryLayer,
     ConcatLayer,
     ConvLayer,
@@ -33,6 +40,7 @@ from quantemu.backends.tflite.lower.layers import (
     PoolLayer,
     RequantizeLayer,
 )
+from quantemu.backends.tflite.lower.options import Runtime
 from quantemu.backends.tflite.params import (
     FusedActivation,
     TfliteRuntime,
@@ -133,6 +141,35 @@ def lower_dense(ctx: TfliteContext, node: Node) -> Layer:
         bias=bias,
         params=_with_activation(ctx, node, params, e_out),
         encoding=e_out,
+    )
+
+
+def lower_matmul(ctx: TfliteContext, node: Node) -> Layer:
+    """MatMul: FULLY_CONNECTED when the second operand is a constant weight, else
+    BATCH_MATMUL of two activations (attention's ``q @ k^T``, ``p @ v``)."""
+    a, b = node.inputs[:2]
+    if ctx.const(b) is not None:
+        return lower_dense(ctx, node)
+    if ctx.const(a) is not None:
+        raise NotLowerable(
+            f"a constant first operand ({a}) times an activation: BATCH_MATMUL here takes two "
+            "activations; transpose the product so the constant is the second operand"
+        )
+    if getattr(ctx.options, "runtime", None) is Runtime.XMOS_TFLITE_MICRO:
+        raise NotLowerable(
+            "both operands are activations (BATCH_MATMUL) and XMOS's runtime (xmos-ai-tools "
+            "1.4.2) registers no BATCH_MATMUL kernel; runtime 'tflite_micro' or "
+            "'litert_reference' runs it"
+        )
+    ranks = (len(ctx.shape(a)), len(ctx.shape(b)))
+    if not all(2 <= r <= MAX_RANK for r in ranks):
+        raise NotLowerable(f"operand ranks {ranks} (BATCH_MATMUL takes ranks 2 to {MAX_RANK})")
+    (e_a, e_b), e_out = (ctx.encoding(n) for n in (a, b)), ctx.encoding(node.outputs[0])
+    params = batch_matmul_params(
+        e_a.scale, e_a.zero_point, e_b.scale, e_b.zero_point, e_out.scale, e_out.zero_point
+    )
+    return ctx.layer(
+        BatchMatMulLayer, node, op="BATCH_MATMUL", inputs=(a, b), params=params, encoding=e_out
     )
 
 
@@ -370,10 +407,14 @@ RULES: RuleTable[TfliteContext] = RuleTable(
     rules={
         "Conv": lower_conv,
         "Gemm": lower_dense,
-        "MatMul": lower_dense,
+        "MatMul": lower_matmul,
         "Add": lower_binary,
         "Sub": lower_binary,
         "Mul": lower_binary,
+        "SquaredDifference": lower_squared_difference,
+        "Rsqrt": lower_rsqrt,
+        "Min": lower_min_max,
+        "Max": lower_min_max,
         "MaxPool": lower_pool,
         "AveragePool": lower_pool,
         "GlobalAveragePool": lower_mean,

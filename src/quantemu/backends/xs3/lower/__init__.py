@@ -35,6 +35,7 @@ lib_nn layer views its input channels-last, as lib_nn reads it. Options: :class:
 
 from __future__ import annotations
 
+from quantemu.backends.tflite.lower.decompose import decompose_for_tf_converter
 from quantemu.backends.tflite.quantize import (
     activation_params,
     bias_scales,
@@ -61,6 +62,7 @@ __all__ = [
     "header",
     "int8_encoding",
     "lower",
+    "prepare",
     "quantize_bias",
     "quantize_weights",
 ]
@@ -95,6 +97,15 @@ def header(options: Options) -> dict[str, str]:
             "from zero; input QUANTIZE: ties away from zero"
         ),
     }
+
+
+def prepare(graph: Graph, options: Options) -> Graph:
+    """The float graph as TensorFlow's converter writes it before xcore-opt sees it
+    (LayerNormalization and HardSigmoid out of int8 builtins); tflite2xcore's generation runs
+    those as float fallbacks and keeps the graph."""
+    if options.toolchain is Toolchain.XFORMER:
+        return decompose_for_tf_converter(graph)
+    return graph
 
 
 def lower(graph: Graph, ranges, options: Options | None = None, **kwargs) -> LoweredModel:

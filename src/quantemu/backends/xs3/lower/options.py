@@ -93,6 +93,12 @@ class Options(LoweringOptions):
         return TfliteRuntime.TFLITE_MICRO
 
     @property
+    def inplace_calibration(self) -> bool:
+        """xformer: today's TensorFlow converter, whose calibrator sees in-place ADD/SUB/MUL
+        widen their inputs' ranges; tflite2xcore's generation predates in-place kernels."""
+        return self.toolchain is Toolchain.XFORMER
+
+    @property
     def fc_first_channel_scale(self) -> bool:
         """False: xformer turns every FULLY_CONNECTED into XC_conv2d_v2 (or, reverted, a 1x1
         CONV_2D, per channel), so XMOS's per-tensor FC quirk never runs."""

@@ -23,7 +23,7 @@ import numpy as np
 
 from quantemu.backends.tflite.lower import rules as tflite_rules
 from quantemu.backends.tflite.lower.context import TfliteContext
-from quantemu.backends.xs3.lower import xformer_ops
+from quantemu.backends.xs3.lower import xformer_fuse, xformer_ops
 from quantemu.backends.xs3.lower.compiled import lower_compiled
 from quantemu.backends.xs3.lower.xformer_mul import lower_xc_mul
 from quantemu.backends.xs3.lower.xformer_softmax import lower_xc_softmax
@@ -158,6 +158,9 @@ def _table(ctx, node: Node, e_out: LinearEncoding) -> np.ndarray | None:
 def lower_xc_conv(ctx: TfliteContext, node: Node) -> Layer:
     """Conv / Gemm / MatMul as ``XC_conv2d_v2`` (or the reverted TFLite op)."""
     dense = node.op_type in ("Gemm", "MatMul")
+    node = xformer_fuse.absorb(ctx, node)
+    if node.op_type == "MatMul" and ctx.const(node.inputs[1]) is None:
+        return xformer_ops.refuse_batch_matmul(ctx, node)
     if dense:
         base = tflite_rules.lower_dense(ctx, node)
         w = base.weights[:, :, None, None]
@@ -189,17 +192,32 @@ def lower_xc_conv(ctx: TfliteContext, node: Node) -> Layer:
     )
 
 
+def _unless_absorbed(rule):
+    """``rule``, except for a node xcore-opt fused into the convolution before it."""
+
+    def lower(ctx: TfliteContext, node: Node) -> Layer:
+        return (
+            xformer_fuse.pass_on(ctx, node)
+            if xformer_fuse.is_absorbed(ctx, node)
+            else rule(ctx, node)
+        )
+
+    lower.__doc__ = rule.__doc__
+    return lower
+
+
+_RULES = {
+    **tflite_rules.RULES.rules,
+    "Conv": lower_xc_conv,
+    "Gemm": lower_xc_conv,
+    "MatMul": lower_xc_conv,
+    "TfliteCustom": lower_compiled,
+    **xformer_ops.RULES,
+    "Mul": lower_xc_mul,
+    "Softmax": lower_xc_softmax,
+}
 RULES: RuleTable[TfliteContext] = RuleTable(
-    rules={
-        **tflite_rules.RULES.rules,
-        "Conv": lower_xc_conv,
-        "Gemm": lower_xc_conv,
-        "MatMul": lower_xc_conv,
-        "TfliteCustom": lower_compiled,
-        **xformer_ops.RULES,
-        "Mul": lower_xc_mul,
-        "Softmax": lower_xc_softmax,
-    },
+    rules={**_RULES, **{op: _unless_absorbed(_RULES[op]) for op in ("Min", "Relu")}},
     unsupported=tflite_rules.unsupported,
 )
 

@@ -19,6 +19,9 @@
   with -128 (SAME), which equals TFLite's MAX_POOL_2D (padding never wins a max, and a SAME
   window always holds an image pixel), except that the XC op ignores a fused activation
   (checked on 1.4.2: a fused RELU with output zero point 1 let codes down to -50 through).
+- SQUARED_DIFFERENCE, RSQRT, MINIMUM, MAXIMUM stay TFLite builtins (xcore-opt 1.4.2 compiles
+  them unchanged: ``elementwise_peer_vectors.json``), run by TFLite-Micro's kernels: the
+  ``tflite`` rules (:mod:`quantemu.backends.tflite.lower.elementwise_more`).
 """
 
 from __future__ import annotations
@@ -316,6 +319,19 @@ def refuse_gelu(ctx: TfliteContext, node: Node) -> Layer:
     )
 
 
+def refuse_batch_matmul(ctx: TfliteContext, node: Node) -> Layer:
+    """MatMul of two activations: TFLite's BATCH_MATMUL, which xcore-opt 1.4.2 keeps as a
+    builtin and then fails on ("Could not set up compiler"): neither its TFLite-Micro build nor
+    XMOS's host interpreter registers a BATCH_MATMUL kernel (tests/data/batch_matmul)."""
+    raise NotLowerable(
+        f"both operands ({node.inputs[0]}, {node.inputs[1]}) are activations: TFLite's "
+        "BATCH_MATMUL, which xcore-opt 1.4.2 keeps as a TFLite builtin and then fails to compile "
+        "(\"Didn't find op for builtin opcode 'BATCH_MATMUL'\"); XMOS's runtime has no "
+        "BATCH_MATMUL kernel either. Remedy: the tflite backend (runtime 'tflite_micro' or "
+        "'litert_reference'), which runs BATCH_MATMUL"
+    )
+
+
 RULES = {
     "Add": lower_xc_add,
     "Sub": lower_xc_add,
@@ -337,5 +353,6 @@ __all__ = [
     "lower_xc_lookup",
     "lower_xc_maxpool",
     "lower_xc_mean",
+    "refuse_batch_matmul",
     "refuse_gelu",
 ]
