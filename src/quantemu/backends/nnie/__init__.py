@@ -19,6 +19,7 @@ from quantemu.backends.nnie.lint import Finding, NodeView, Severity, lint_graph,
 from quantemu.backends.nnie.lower import Options as LowerOptions
 from quantemu.backends.nnie.lower import header as lower_header
 from quantemu.backends.nnie.lower import lower
+from quantemu.backends.nnie.lower.ceil_pooling import ceil_pooling
 from quantemu.backends.nnie.ops import log_dequantize, log_quantize
 from quantemu.backends.nnie.params import LogQuantParams, clip_exponent
 from quantemu.backends.nnie.quantize import (
@@ -38,6 +39,7 @@ BACKEND = BackendSpec(
     lower=lower,
     header=lower_header,
     lint=lint_graph,
+    prepare=lambda graph, options: ceil_pooling(graph),
 )
 
 __all__ = [

@@ -24,11 +24,12 @@ from typing import Any
 
 from quantemu._version import __version__
 from quantemu.backends.nnie.cliptable import DEFAULT_K_MAX, DEFAULT_K_MIN
-from quantemu.backends.nnie.lint import Finding, lint_graph, summarize
+from quantemu.backends.nnie.lint import Finding, Severity, lint_graph, summarize
+from quantemu.backends.nnie.lower.ceil_pooling import METADATA_KEY
 from quantemu.backends.nnie.lower.context import NnieContext
 from quantemu.backends.nnie.lower.options import Options
 from quantemu.backends.nnie.lower.rules import RULES
-from quantemu.errors import InvalidInputError
+from quantemu.errors import InvalidInputError, UnsupportedError
 from quantemu.graph.ir import Graph
 from quantemu.program.model import LoweredModel
 
@@ -68,6 +69,7 @@ def lower(
             f"nnie: ranges must map tensor names to calibrated ranges (quantemu.calibrate), got "
             f"{type(ranges).__name__}"
         )
+    _refuse_lint_errors(graph)
     ctx = NnieContext(graph, ranges, opts)
     inputs = {info.name: ctx.activation(info.name) for info in graph.inputs}
     ctx.encodings.update(inputs)  # how each tensor is stored, known statically
@@ -77,10 +79,28 @@ def lower(
         backend="nnie",
         input_encodings=inputs,
         layers=layers,
-        header=_header(opts, findings),
+        header=_header(opts, findings, graph.metadata.get(METADATA_KEY, "")),
         findings=findings,
         options=opts,
     )
+
+
+def _refuse_lint_errors(graph: Graph) -> None:
+    """A model NNIE's toolchain would reject is refused with the lint's findings, never
+    simulated as if it ran (pool rounding, which NNIE does compute, is rewritten before)."""
+    errors = [f for f in lint_graph(graph) if f.severity is Severity.ERROR]
+    if errors:
+        lines = "\n".join(f"  - {f.node} ({f.rule}): {f.message}; {f.advice}" for f in errors)
+        hint = ""
+        if any(f.rule == "pool_ceil_mode" for f in errors):
+            hint = (
+                "\n(quantemu.compile, and lower() on quantemu.prepare(graph, 'nnie'), simulate "
+                "NNIE's ceil pooling instead)"
+            )
+        raise UnsupportedError(
+            f"nnie: NNIE's toolchain rejects or computes differently {len(errors)} node(s) of "
+            f"this model (quantemu inspect MODEL --lint nnie):\n{lines}{hint}"
+        )
 
 
 def header(opts: Options) -> dict[str, str]:
@@ -101,7 +121,13 @@ def header(opts: Options) -> dict[str, str]:
     }
 
 
-def _header(opts: Options, findings: tuple[Finding, ...]) -> dict[str, str]:
+def _header(opts: Options, findings: tuple[Finding, ...], ceil_pools: str) -> dict[str, str]:
     full = header(opts)
     version = full.pop("quantemu")  # keeps the header's key order: lint before version
-    return {**full, "lint": summarize(list(findings)), "quantemu": version}
+    pooling = {}
+    if ceil_pools:
+        pooling["pooling"] = (
+            "NNIE's ceil rounding where the model says floor, so the shapes from there on are "
+            f"NNIE's, not the model's (float reference included): {ceil_pools}"
+        )
+    return {**full, **pooling, "lint": summarize(list(findings)), "quantemu": version}
