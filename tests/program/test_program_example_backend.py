@@ -25,7 +25,7 @@ def test_the_example_backend_compiles_runs_and_evaluates(toy):
     prog = quantemu.compile(graph, "toy", demo_dataset("calib")[0])
     ops = {layer.op for layer in prog.lowered.layers}
     assert "flatten" in ops and any(op.startswith("float:") for op in ops)
-    result = prog.run(x[:8])
+    result = prog.run(x[:8], keep="all")
     flatten = next(layer for layer in prog.lowered.layers if layer.op == "flatten")
     codes = result.tensors[flatten.output].codes
     assert codes.tolist() == result.tensors[flatten.inputs[0]].codes.reshape(8, -1).tolist()
@@ -42,4 +42,4 @@ def test_options_are_typed_and_checked(toy):
     with pytest.raises(InvalidInputError, match=r"toy: unknown option\(s\) 'isa'"):
         quantemu.compile(graph, "toy", calib, isa="avx2")
     assert registry.known_backends() == ["toy"]
-    assert np.isfinite(prog.run(calib[:2]).outputs[graph.outputs[0]]).all()
+    assert np.isfinite(prog.run(calib[:2], keep="all").outputs[graph.outputs[0]]).all()

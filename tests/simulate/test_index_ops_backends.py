@@ -132,7 +132,7 @@ def test_moves_are_exact_on_codes(backend, options):
     model = conv_select()
     calib = np.random.default_rng(1).normal(size=(16, 4, 8, 8)).astype(np.float32)
     x = np.random.default_rng(2).normal(size=(2, 4, 8, 8)).astype(np.float32)
-    result = quantemu.compile(model, backend, calib=calib, **options).run(x)
+    result = quantemu.compile(model, backend, calib=calib, **options).run(x, keep="all")
     graph = load_onnx(model)
     checked = 0
     for node in graph.nodes:

@@ -98,7 +98,7 @@ def test_linear_encoding_errors(kwargs, match):
 def test_run_keeps_codes_and_counters():
     prog = _program()
     x = np.array([[-1.0, 0.3, 0.5, 20.0]], np.float32)
-    result = prog.run(x)
+    result = prog.run(x, keep="all")
     # 0.3/0.125 = 2.4 -> 2; 20/0.125 = 160 saturates to 127 at the input quantizer.
     assert result.tensors["x"].codes.tolist() == [[-8, 2, 4, 127]]
     assert result.tensors["y"].codes.tolist() == [[0, 2, 4, 127]]
@@ -141,7 +141,7 @@ def test_evaluate_accuracy_and_agreement():
 )
 def test_run_rejects_bad_inputs(x, match):
     with pytest.raises(InvalidInputError, match=match):
-        _program().run(x)
+        _program().run(x, keep="all")
 
 
 def test_compile_rejects_unknown_backend():

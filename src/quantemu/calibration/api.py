@@ -15,6 +15,7 @@ from quantemu.calibration.observers import OBSERVERS, make_observer
 from quantemu.calibration.ranges import CalibrationRanges, TensorRange
 from quantemu.errors import InvalidInputError
 from quantemu.graph.executor import bind_inputs, iter_float
+from quantemu.graph.inputs import check_finite, check_weights
 from quantemu.graph.ir import Graph
 from quantemu.graph.passes_shape import fixed_batch
 
@@ -65,6 +66,7 @@ def calibrate(
     ``progress``: show a progress bar (default: when stderr is a terminal).
     """
     graph = _graph(graph)
+    check_weights(graph)
     if observer not in OBSERVERS:
         raise InvalidInputError(f"unknown observer {observer!r}; observers: {', '.join(OBSERVERS)}")
     _positive("batch_size", batch_size)
@@ -103,6 +105,7 @@ def _observe(graph: Graph, batches: Iterator, observers: dict, bar) -> tuple[int
     with bar as advance:
         for batch in batches:
             size = _batch_size(batch)
+            _check_finite(graph, batch, samples)
             for name, value in _values(graph, batch, observers.keys()):
                 observers[name].update(value)
             samples, count = samples + size, count + 1
@@ -110,6 +113,13 @@ def _observe(graph: Graph, batches: Iterator, observers: dict, bar) -> tuple[int
     if samples == 0:
         raise InvalidInputError("the calibration set is empty")
     return samples, count
+
+
+def _check_finite(graph: Graph, batch, offset: int) -> None:
+    """The input's first NaN or +-Inf, with its index in the whole set (not the batch)."""
+    named = batch if isinstance(batch, dict) else {graph.input_names[0]: batch}
+    for name, value in named.items():
+        check_finite(np.asarray(value), name, where="calibration data", offset=offset)
 
 
 def _used_options(observer: str, options: dict, axis: int | None) -> dict:

@@ -52,8 +52,9 @@ class Observer:
             raise InvalidInputError(f"{self._where()}: an empty batch cannot be observed")
         if not np.isfinite(x).all():
             raise InvalidInputError(
-                f"{self._where()}: the values contain NaN or infinity; check the calibration "
-                "data and its normalization"
+                f"{self._where()}: the float model computes NaN or infinity here from finite "
+                "inputs and weights (an overflow, e.g. in Exp, or a division by zero); check the "
+                "scale of the calibration data and its normalization"
             )
         if self.axis is None:
             return x.reshape(1, -1)

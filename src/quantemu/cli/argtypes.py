@@ -35,6 +35,36 @@ def non_negative_int(text: str) -> int:
     return value
 
 
+def percentile(text: str) -> float:
+    """A percentile in (0, 100], or a usage error.
+
+    >>> percentile("99.9")
+    99.9
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= 100:
+        raise argparse.ArgumentTypeError(f"expected a percentile in (0, 100], got {text!r}")
+    return value
+
+
+def bits(text: str) -> int:
+    """A bit width from 2 to 16, or a usage error.
+
+    >>> bits("8")
+    8
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 2 <= value <= 16:
+        raise argparse.ArgumentTypeError(f"expected a bit width from 2 to 16, got {text!r}")
+    return value
+
+
 def input_shape(text: str) -> tuple[str, tuple[int | None, ...]]:
     """``NAME=1x3x224x224`` as ``(name, dims)``; ``N``, ``?`` or ``batch`` keeps a dimension.
 

@@ -12,16 +12,20 @@ import sys
 from typing import TextIO
 
 from quantemu.cli.argtypes import non_negative_int
+from quantemu.cli.checks import check_output_file
 from quantemu.cli.console import USAGE_ERROR, fail, is_tty
 from quantemu.conformance import report
-from quantemu.conformance.reader import SuiteError, VectorFile, collect_files
+from quantemu.conformance.reader import SuiteError, VectorFile
 from quantemu.conformance.runner import run_suite
-from quantemu.conformance.suite import bundled_files
+from quantemu.conformance.suite import bundled_files, collect_named
+from quantemu.errors import QuantemuError
 
 _DESCRIPTION = """\
 Run conformance vectors (conformance/FORMAT.md) and check, case by case, that the emulation
 reproduces the expected outputs bit for bit. PATH is a .jsonl or .jsonl.gz file, or a directory
-searched recursively for them. Without PATH, the public suite bundled with quantemu runs.
+searched recursively for them; a name that is not on disk is looked up in the bundled suite
+(xs3/conv2d_deep.jsonl finds the bundled .jsonl.gz, xs3 the bundled xs3 files). Without PATH,
+the public suite bundled with quantemu runs.
 
 Exit status: 0 when every case passed, 1 when any case failed, errored or is unsupported,
 2 for usage errors."""
@@ -64,8 +68,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 def run(args: argparse.Namespace) -> int:
     """Run the suite that ``args`` names, print the report, and return the exit status."""
     try:
-        files = collect_files(args.paths) if args.paths else bundled_files()
-    except SuiteError as exc:
+        check_output_file(args.json_path, "--json")
+        files = collect_named(args.paths) if args.paths else bundled_files()
+    except (SuiteError, QuantemuError) as exc:
         return fail("conformance", str(exc), USAGE_ERROR)
     # With --json -, stdout carries only the JSON document.
     text_out = sys.stderr if args.json_path == "-" else sys.stdout

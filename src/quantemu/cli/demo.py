@@ -6,7 +6,8 @@ split (360 labelled samples); the command prints one row per backend: float vs b
 agreement with the float model, the worst layer and every counter the target keeps.
 
 Exit status: 0 when every backend ran; 1 when one could not (its row says why); 2 for usage
-errors (an output that cannot be written, the HTML report without matplotlib).
+errors (an output path that cannot be written, checked before the simulation; the HTML report
+without matplotlib).
 """
 
 # ruff: noqa: PLC0415
@@ -19,6 +20,7 @@ import time
 from pathlib import Path
 
 from quantemu.backends.registry import known_backends
+from quantemu.cli.checks import check_output_dir, check_output_file
 from quantemu.cli.console import INPUT_ERROR, USAGE_ERROR, fail, stderr_console, stdout_console
 from quantemu.cli.loading import DEMO, demo_split, load_model
 from quantemu.cli.simulation import Outcome, print_outcome, simulate
@@ -48,7 +50,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         default="all",
         help="one backend, or all (default)",
     )
-    p.add_argument("--report", metavar="DIR", help="write one HTML report per backend into DIR")
+    p.add_argument(
+        "--report",
+        metavar="DIR",
+        help="write one HTML report per backend into DIR (created if needed; not a file)",
+    )
     p.add_argument("--json", metavar="FILE.json", help="write the results as JSON (- for stdout)")
     p.add_argument("--layers", action="store_true", help="also print every per-layer table")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars or status lines")
@@ -58,16 +64,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def run(args: argparse.Namespace) -> int:
     """Run the demo as ``args`` asks; return the exit status."""
-    if args.report:
-        try:
+    try:
+        check_output_dir(args.report, "--report")
+        check_output_file(args.json, "--json")
+        if args.report:
             from quantemu.report import require_matplotlib
 
             require_matplotlib()
-            Path(args.report).mkdir(parents=True, exist_ok=True)
-        except QuantemuError as exc:
-            return fail("demo", str(exc), USAGE_ERROR)
-        except OSError as exc:
-            return fail("demo", f"--report {args.report}: {exc.strerror}", USAGE_ERROR)
+    except QuantemuError as exc:
+        return fail("demo", str(exc), USAGE_ERROR)
     status = stderr_console(args.quiet)
     backends = known_backends() if args.backend == "all" else [args.backend]
     start = time.perf_counter()
@@ -88,10 +93,9 @@ def run(args: argparse.Namespace) -> int:
         return fail("demo", str(exc), INPUT_ERROR)
     if args.json != "-":  # stdout holds the JSON document then
         _print(args, outcome, f"{x.shape[0]} test samples", time.perf_counter() - start)
-    try:
-        _write(args, outcome, status)
-    except OSError as exc:
-        return fail("demo", f"cannot write {exc.filename}: {exc.strerror}", USAGE_ERROR)
+    failed = _write(args, outcome, status)
+    if failed:
+        return fail("demo", "not written: " + "; ".join(failed), USAGE_ERROR)
     return INPUT_ERROR if outcome.errors else 0
 
 
@@ -107,14 +111,24 @@ def _print(args: argparse.Namespace, outcome: Outcome, samples: str, seconds: fl
     )
 
 
-def _write(args: argparse.Namespace, outcome: Outcome, status) -> None:
+def _write(args: argparse.Namespace, outcome: Outcome, status) -> list[str]:
+    """Write the reports and the JSON document; what could not be written, as messages."""
     from quantemu.report import write_html, write_json
 
+    failed = []
     if args.report:
-        for evaluation in outcome.evaluations:
-            path = Path(args.report) / f"{evaluation.backend}.html"
-            write_html(evaluation, path, model=DEMO)
-            if status is not None:
-                status.print(f"wrote {path}", highlight=False)
+        try:
+            Path(args.report).mkdir(parents=True, exist_ok=True)
+            for evaluation in outcome.evaluations:
+                path = Path(args.report) / f"{evaluation.backend}.html"
+                write_html(evaluation, path, model=DEMO)
+                if status is not None:
+                    status.print(f"wrote {path}", highlight=False)
+        except OSError as exc:
+            failed.append(f"--report {exc.filename or args.report}: {exc.strerror or exc}")
     if args.json:
-        write_json(outcome.evaluations, args.json, model=DEMO, errors=outcome.errors)
+        try:
+            write_json(outcome.evaluations, args.json, model=DEMO, errors=outcome.errors)
+        except OSError as exc:
+            failed.append(f"--json {args.json}: {exc.strerror or exc}")
+    return failed

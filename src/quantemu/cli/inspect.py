@@ -16,6 +16,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from quantemu.backends.registry import backend_spec, backend_specs
+from quantemu.cli.argtypes import positive_int
 from quantemu.cli.console import INPUT_ERROR, USAGE_ERROR, fail, stdout_console
 from quantemu.cli.loading import load_model, resolve_model
 from quantemu.errors import InvalidInputError, QuantemuError
@@ -76,7 +77,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "--dump-passes", action="store_true", help="print the graph after every pass"
     )
     parser.add_argument(
-        "--batch", type=int, metavar="N", help="bind a symbolic batch dimension to N"
+        "--batch", type=positive_int, metavar="N", help="bind a symbolic batch dimension to N"
     )
     parser.add_argument(
         "--lint",

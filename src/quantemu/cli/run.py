@@ -18,6 +18,7 @@ from pathlib import Path
 from quantemu.backends.registry import known_backends
 from quantemu.calibration.observers import OBSERVERS
 from quantemu.cli.argtypes import input_shape, positive_int
+from quantemu.cli.checks import check_input_file, check_output_file
 from quantemu.cli.console import INPUT_ERROR, USAGE_ERROR, fail, stderr_console, stdout_console
 from quantemu.cli.loading import (
     DEMO,
@@ -47,7 +48,8 @@ DATA (--calib, --eval) is a .npy file or a .npz file (--calib-key/--eval-key sel
 default: the only array, or the first of x, inputs, input, images, data) holding float samples
 along axis 0, normalized as the model expects; for a pre-quantized model --eval may also hold its
 own integer input codes (e.g. int8, NHWC for a TFLite model). Without --eval the calibration data
-is evaluated.
+is evaluated. --ranges RANGES.json uses the activation ranges 'quantemu calibrate MODEL --out
+RANGES.json' wrote instead of calibrating (then --eval gives the data, except for demo).
 
 --save-outputs OUT.npz writes, for each graph output, the integer codes the target produced,
 stacked over the samples, in the model's own layout (NHWC for TFLite), named by output.
@@ -66,9 +68,11 @@ reported before calibration starts. The options, as registered (also: quantemu b
 --isa ISA is isa=ISA for the selected backends that have an isa option ({isa}). With --backend
 all, every backend runs and a comparison table follows.
 
---report writes one self-contained HTML file (every selected backend in it; needs matplotlib:
-pip install 'quantemu[report]'). --json writes strict JSON; a non-finite number (the SQNR of a
-layer equal to the float model is +inf) is written as the string "inf", "-inf" or "nan"."""
+Every output path, option and input file is checked before calibration starts. --report writes
+one self-contained HTML file (every selected backend in it; needs matplotlib: pip install
+'quantemu[report]'). --json writes strict JSON; a non-finite number (the SQNR of a layer equal to
+the float model is +inf) is written as the string "inf", "-inf" or "nan". An output that cannot
+be written does not stop the others; the error names it."""
 
 
 class MissingCalibrationError(InvalidInputError):
@@ -97,6 +101,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help=f"instruction set, for the backends with an isa option ({', '.join(isa_backends())})",
     )
     p.add_argument("--calib", metavar="DATA", help="calibration data (.npy or .npz)")
+    p.add_argument(
+        "--ranges",
+        metavar="RANGES.json",
+        help="activation ranges written by 'quantemu calibrate --out' (skips calibration; "
+        "replaces --calib)",
+    )
     p.add_argument(
         "--input-shape",
         action="append",
@@ -146,7 +156,8 @@ def run(args: argparse.Namespace) -> int:
         return fail("run", str(exc), USAGE_ERROR)
     status = stderr_console(args.quiet)
     try:
-        graph, calib, x, labels = _inputs(args)
+        _check_files(args)
+        graph, calib, x, labels, ranges = _inputs(args)
     except MissingCalibrationError as exc:
         return fail("run", str(exc), USAGE_ERROR)
     except QuantemuError as exc:
@@ -165,6 +176,7 @@ def run(args: argparse.Namespace) -> int:
             keep_going=args.backend == "all",
             status=status,
             keep_outputs=bool(args.save_outputs),
+            ranges=ranges,
         )
         disagreement = _against(args, (graph, calib, x), options, status) if args.against else None
     except QuantemuError as exc:
@@ -182,22 +194,41 @@ def run(args: argparse.Namespace) -> int:
             from quantemu.report.against import print_against
 
             print_against(disagreement, stdout_console())
+    return _write(args, outcome, status)
+
+
+def _write(args: argparse.Namespace, outcome, status) -> int:
+    """Write every output that can be written; name the ones that could not be."""
     model = DEMO if args.model == DEMO else Path(args.model).name
-    try:
-        write_outputs(outcome, report=args.report, json_path=args.json, model=model, status=status)
-        if args.save_outputs and args.backend in outcome.outputs:
+    failed = write_outputs(
+        outcome, report=args.report, json_path=args.json, model=model, status=status
+    )
+    if args.save_outputs and args.backend in outcome.outputs:
+        try:
             save_outputs(args.save_outputs, outcome.outputs[args.backend], status)
-    except OSError as exc:
-        return fail("run", f"cannot write {exc.filename}: {exc.strerror}", USAGE_ERROR)
+        except OSError as exc:
+            failed.append(f"--save-outputs {args.save_outputs}: {exc.strerror or exc}")
+    if failed:
+        return fail("run", "not written: " + "; ".join(failed), USAGE_ERROR)
     return INPUT_ERROR if outcome.errors else 0
 
 
 def _check_usage(args: argparse.Namespace, backends: list[str]) -> dict:
-    """Option combinations and every backend's options, before anything is loaded."""
+    """Option combinations, output paths, input files and every backend's options, before
+    anything is loaded or calibrated."""
     if args.labels is not None and args.eval is None:
         raise InvalidInputError("--labels needs --eval DATA (the samples they label)")
     if args.backend == "all" and (args.save_outputs or args.against):
         raise InvalidInputError("--save-outputs and --against take one --backend")
+    if args.ranges is not None and args.calib is not None:
+        raise InvalidInputError(
+            "--ranges replaces calibration: give the data to evaluate with --eval DATA, not --calib"
+        )
+    if args.ranges is not None and args.eval is None and args.model != DEMO:
+        raise InvalidInputError("--ranges needs --eval DATA (the samples to simulate)")
+    check_output_file(args.report, "--report")
+    check_output_file(args.json, "--json")
+    check_output_file(args.save_outputs, "--save-outputs")
     if args.report:
         from quantemu.report import require_matplotlib
 
@@ -207,6 +238,15 @@ def _check_usage(args: argparse.Namespace, backends: list[str]) -> dict:
         options = {**options, **parse_options(args.option, [args.against], args.isa)}
     check_options(options)  # every backend's options, before anything is calibrated
     return options
+
+
+def _check_files(args: argparse.Namespace) -> None:
+    """Every input file exists and is what its name says (headers only), before any loading."""
+    check_input_file(args.calib, "--calib")
+    check_input_file(args.eval, "--eval")
+    check_input_file(args.ranges, "--ranges")
+    if args.labels is not None and Path(args.labels).suffix in (".npy", ".npz"):
+        check_input_file(args.labels, "--labels")
 
 
 def _against(args, data, options, status):
@@ -229,40 +269,56 @@ def _against(args, data, options, status):
 
 def _inputs(args: argparse.Namespace):
     """The optimized graph, calibration data (``None`` for a pre-quantized model without
-    --calib), evaluation data and labels (checked)."""
+    --calib, or with --ranges), evaluation data, labels (checked) and the --ranges ranges."""
     from quantemu.calibration import is_fully_quantized
     from quantemu.graph.passes import optimize
     from quantemu.graph.passes_shape import bind_from_data
 
     shapes = dict(args.input_shape or [])
     graph = load_model(args.model, optimize=False, shapes=shapes)
+    ranges = _load_ranges(args.ranges) if args.ranges is not None else None
     if args.calib is not None:
         calib = load_array(args.calib, args.calib_key, f"--calib {args.calib}")
-    elif args.model == DEMO:
+    elif args.model == DEMO and ranges is None:
         calib = demo_split("calib")[0]
-    elif is_fully_quantized(graph):
+    elif ranges is not None or is_fully_quantized(graph):
         calib = None
-        if args.eval is None:
+        if args.eval is None and args.model != DEMO:
             raise MissingCalibrationError(
                 "--eval DATA is required: a pre-quantized model runs without --calib, but then "
                 "there is no data to evaluate"
             )
     else:
         raise MissingCalibrationError(
-            "--calib DATA is required: the model is not fully quantized (only the demo model and "
-            "pre-quantized models such as int8 TFLite files run without it)"
+            "--calib DATA is required (or --ranges RANGES.json): the model is not fully "
+            "quantized (only the demo model and pre-quantized models such as int8 TFLite files "
+            "run without it)"
         )
-    graph = optimize(bind_from_data(graph, calib) if calib is not None else graph)
     if calib is not None:
+        graph = optimize(bind_from_data(graph, calib))
         check_data(graph, calib, f"--calib {args.calib or '(demo calibration split)'}")
     labels = None
     if args.eval is not None:
         x = load_samples(args.eval, args.eval_key, f"--eval {args.eval}", graph)
+        if calib is None:
+            graph = optimize(bind_from_data(graph, x) if x.dtype.kind == "f" else graph)
         check_data(graph, x, f"--eval {args.eval}")
         if args.labels is not None:
             labels = load_labels(args.labels, args.eval, x.shape[0])
     elif args.model == DEMO:
         x, labels = demo_split("test")
+        graph = graph if calib is not None else optimize(graph)
     else:
         x = calib
-    return graph, calib, x, labels
+    return graph, calib, x, labels, ranges
+
+
+def _load_ranges(path: str):
+    from quantemu.calibration.ranges import CalibrationRanges
+
+    try:
+        return CalibrationRanges.load(path)
+    except QuantemuError as exc:
+        raise InvalidInputError(
+            f"--ranges {path}: {exc} (write it with quantemu calibrate MODEL --out {path})"
+        ) from None

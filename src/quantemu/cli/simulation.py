@@ -22,6 +22,7 @@ from quantemu.errors import QuantemuError
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from quantemu.calibration.ranges import CalibrationRanges
     from quantemu.graph import Graph
     from quantemu.simulate.evaluate import Evaluation
 
@@ -51,6 +52,7 @@ def simulate(
     keep_going: bool = False,
     status: Console | None = None,
     keep_outputs: bool = False,
+    ranges: CalibrationRanges | None = None,
 ) -> Outcome:
     """Calibrate ``graph`` once, then compile and evaluate it on every backend.
 
@@ -58,25 +60,30 @@ def simulate(
     ``keep_going`` a backend that fails is recorded in ``Outcome.errors`` and the others still
     run; otherwise the error propagates. ``calib`` may be ``None`` for a fully quantized model
     (an int8 TFLite file), whose own quantization is used. With ``keep_outputs`` the integer
-    codes of every graph output, over all samples, are kept in ``Outcome.outputs``.
+    codes of every graph output, over all samples, are kept in ``Outcome.outputs``. Given
+    ``ranges`` (``run --ranges``, written by ``calibrate --out``), every backend uses them and
+    nothing is calibrated.
     """
     from quantemu.simulate.compile import calibrate_for_backends, compile_model
 
-    ranges = calibrate_for_backends(
-        graph,
-        backends,
-        calib,
-        options=options,
-        observer=observer,
-        batch_size=batch_size,
-        progress=progress,
-    )
+    if ranges is not None:
+        ranges_of = dict.fromkeys(backends, ranges)
+    else:
+        ranges_of = calibrate_for_backends(
+            graph,
+            backends,
+            calib,
+            options=options,
+            observer=observer,
+            batch_size=batch_size,
+            progress=progress,
+        )
     outcome = Outcome(backends=list(backends))
     for backend in backends:
         try:
             start = time.perf_counter()
             own = (options or {}).get(backend, {})
-            program = compile_model(graph, backend, None, calibration=ranges[backend], **own)
+            program = compile_model(graph, backend, None, calibration=ranges_of[backend], **own)
             compiled = time.perf_counter()
             codes: dict[str, list[np.ndarray]] = {name: [] for name in graph.outputs}
 
@@ -137,18 +144,30 @@ def write_outputs(
     json_path: str | None,
     model: str,
     status: Console | None,
-) -> None:
-    """Write the HTML report (every evaluation in one file) and the JSON document when asked."""
+) -> list[str]:
+    """Write the HTML report (every evaluation in one file) and the JSON document when asked.
+
+    One that cannot be written does not stop the other; returns what was not written, as
+    ``"--report PATH: reason"`` lines (empty when everything was written).
+    """
     from quantemu.report import write_html, write_json
 
+    failed = []
     if report and outcome.evaluations:
-        write_html(outcome.evaluations, report, model=model)
-        if status is not None:
-            status.print(f"wrote the HTML report to {report}", highlight=False)
+        try:
+            write_html(outcome.evaluations, report, model=model)
+            if status is not None:
+                status.print(f"wrote the HTML report to {report}", highlight=False)
+        except OSError as exc:
+            failed.append(f"--report {report}: {exc.strerror or exc}")
     if json_path:
-        write_json(outcome.evaluations, json_path, model=model, errors=outcome.errors)
-        if status is not None and json_path != "-":
-            status.print(f"wrote the JSON results to {json_path}", highlight=False)
+        try:
+            write_json(outcome.evaluations, json_path, model=model, errors=outcome.errors)
+            if status is not None and json_path != "-":
+                status.print(f"wrote the JSON results to {json_path}", highlight=False)
+        except OSError as exc:
+            failed.append(f"--json {json_path}: {exc.strerror or exc}")
+    return failed
 
 
 def save_outputs(path: str, outputs: Mapping[str, np.ndarray], status: Console | None) -> None:

@@ -28,10 +28,26 @@ def is_tflite(source: Any) -> bool:
     return False
 
 
+#: The model name every command and loader accepts for the built-in digits CNN.
+DEMO = "demo"
+
+
+def resolve_demo(source: Any) -> Any:
+    """The built-in model's path for ``"demo"`` (when no file of that name exists), else
+    ``source`` unchanged."""
+    if isinstance(source, str) and source == DEMO and not Path(source).exists():
+        from quantemu.data import demo_model_path  # noqa: PLC0415 (keeps import light)
+
+        return demo_model_path()
+    return source
+
+
 def load_model(source: Any) -> Graph:
-    """A :class:`Graph` from an ONNX or TFLite model (path, bytes, or ``onnx.ModelProto``)."""
+    """A :class:`Graph` from an ONNX or TFLite model (path, bytes, or ``onnx.ModelProto``);
+    ``"demo"`` is the built-in digits CNN, as on the command line."""
     if isinstance(source, Graph):
         return source
+    source = resolve_demo(source)
     if is_tflite(source):
         from quantemu.graph.tflite_import import load_tflite  # noqa: PLC0415 (imports tflite)
 

@@ -52,9 +52,11 @@ def load_onnx(source: Source | Any, *, name: str | None = None, strict: bool = T
     error that lists every node it cannot import, grouped by op type. With ``strict=False``
     those nodes are kept as opaque ``Unsupported`` nodes instead
     (:mod:`quantemu.graph.ops.unsupported`), so that the graph can be inspected; such a graph
-    cannot be run or lowered.
+    cannot be run or lowered. ``"demo"`` is the built-in digits CNN, as on the command line.
     """
-    model, where = _parse(source)
+    from quantemu.graph.loading import resolve_demo  # noqa: PLC0415 (loading imports this lazily)
+
+    model, where = _parse(resolve_demo(source))
     try:
         return _build(model, where, name, strict)
     except QuantemuError as exc:

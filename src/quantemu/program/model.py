@@ -33,9 +33,21 @@ class LoweredModel:
     header: Mapping[str, str]
 
 
+class KeptTensors(dict):
+    """Tensor name -> :class:`QTensor`; asking for one that was not kept says how to keep it."""
+
+    def __missing__(self, name: str) -> QTensor:
+        raise InvalidInputError(
+            f"tensor {name!r} was not kept: run(x) keeps the graph's outputs only (bounded "
+            f"memory); run(x, keep='all') keeps every layer's tensors (kept: "
+            f"{', '.join(list(self)[:6])}{' ...' if len(self) > 6 else ''})"
+        )
+
+
 @dataclass(frozen=True)
 class RunResult:
-    """One batch through a program: the quantized tensors and the counters of every layer."""
+    """One batch through a program: the quantized tensors and the counters of every layer
+    (``tensors`` holds every layer's, or only the graph inputs' and outputs', as kept)."""
 
     tensors: Mapping[str, QTensor]
     counters: Mapping[str, Mapping[str, int]]  # layer name -> counters
@@ -101,7 +113,7 @@ def run_lowered(model: LoweredModel, outputs: tuple[str, ...], feeds: Mapping[st
     if missing:
         raise InvalidInputError(f"the lowered model does not produce the outputs {missing}")
     return RunResult(
-        tensors=tensors,
+        tensors=KeptTensors(tensors),
         counters=counters,
         outputs={o: tensors[o].dequantize() for o in outputs},
         internals=internals,

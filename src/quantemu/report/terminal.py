@@ -96,11 +96,14 @@ def summary_table(evaluation: Evaluation, *, worst: int = 3) -> Table:
             f"{accuracy_text(evaluation.backend_accuracy)} "
             f"({delta_text(evaluation.float_accuracy, evaluation.backend_accuracy)})",
         )
-    table.add_row(
-        "agreement",
-        f"{accuracy_text(evaluation.agreement)} of {evaluation.samples:,} samples have the "
-        "float model's top-1",
-    )
+    if evaluation.agreement is not None:
+        table.add_row(
+            "agreement",
+            f"{accuracy_text(evaluation.agreement)} of {evaluation.samples:,} samples have the "
+            "float model's top-1",
+        )
+    elif "top-1" in evaluation.header:  # not a classifier: say so rather than print a number
+        table.add_row("top-1", "not computed: the output is not (N, classes) class scores")
     table.add_row(
         "worst layers",
         ", ".join(f"{s.name} ({sqnr_text(s.sqnr_db)} dB)" for s in evaluation.worst_layers(worst)),
@@ -124,16 +127,18 @@ def comparison_table(
     ``errors``: backend -> message, for backends that could not run (a row each, the messages
     below the table); ``order``: backend names in row order (default: evaluations, then errors).
     """
+    # Fits 100 columns: the accuracies never wrap or shrink; names and counters wrap instead
+    # (per-layer details: run --layers / demo --layers).
     table = Table(title="float model vs each backend")
-    table.add_column("backend", max_width=24)
-    table.add_column("float top-1", justify="right")
-    table.add_column("backend top-1 (Δ)", justify="right")
-    table.add_column("agreement", justify="right")
-    table.add_column("worst layer (SQNR dB)")
-    table.add_column("exact layers", justify="right")
-    table.add_column("counters (all layers)", no_wrap=True)
+    table.add_column("backend", max_width=18, overflow="fold")
+    table.add_column("float", justify="right", no_wrap=True)
+    table.add_column("top-1 (Δ)", justify="right", no_wrap=True)
+    table.add_column("agree", justify="right", no_wrap=True)
+    table.add_column("worst layer (dB)", overflow="fold")
+    table.add_column("exact", justify="right", no_wrap=True)
+    table.add_column("counters", overflow="fold")
     if timings:
-        table.add_column("compile + run s", justify="right")
+        table.add_column("compile + run s", justify="right", no_wrap=True, max_width=11)
     rows: dict[str, list] = {}
     for ev in evaluations:
         (worst,) = ev.worst_layers(1) or [None]
@@ -177,4 +182,7 @@ def print_evaluation(
 
 def print_comparison(evaluations: Sequence[Evaluation], console: Console | None = None, **kw):
     """Print :func:`comparison_table` (keyword arguments go to it)."""
-    (console or Console()).print(comparison_table(evaluations, **kw))
+    console = console or Console()
+    table = comparison_table(evaluations, **kw)
+    table.width = min(100, console.width)  # wider consoles: the table still fits 100 columns
+    console.print(table)

@@ -79,7 +79,7 @@ def compare_backends(
     x = programs[0].check_input(x)
     for start in range(0, x.shape[0], batch_size):
         batch = x[start : start + batch_size]
-        a, b = (p.run(batch).tensors for p in programs)
+        a, b = (p.run(batch, keep="all").tensors for p in programs)
         own = _run_on_first_inputs(programs[1], a, b)
         for row in rows:
             ta, tb = a[row.tensor], b[row.tensor]

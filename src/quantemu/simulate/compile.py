@@ -20,10 +20,11 @@ from quantemu.backends.registry import backend_spec
 from quantemu.calibration.from_model import FROM_MODEL, is_fully_quantized, ranges_from_model
 from quantemu.calibration.ranges import CalibrationRanges
 from quantemu.errors import InvalidInputError
-from quantemu.graph import Graph, check_imported, optimize
+from quantemu.graph import Graph, check_imported, inputs, optimize
 from quantemu.graph.passes_shape import bind_from_data, fixed_batch, symbolic_input_dims
 from quantemu.program import LinearEncoding, LoweredModel, QTensor, RunResult, run_lowered
 from quantemu.simulate.evaluate import Evaluation, evaluate
+from quantemu.simulate.streaming import Keep, elements_per_sample, run_in_batches
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ class Program:
                 f"the model has {len(self.graph.inputs)} inputs; pass a dict to run_feeds()"
             )
         info = self.graph.inputs[0]
-        x = np.asarray(x)
+        x = inputs.as_array(x, info.name)
         if x.dtype.kind in "iu":
             self._input_encoding(x.dtype)
         elif x.dtype.kind != "f":
@@ -68,22 +69,16 @@ class Program:
                 f"input {info.name!r}: expected float data (as the float model takes it), got "
                 f"dtype {x.dtype}; normalize it as the model expects and pass float32"
             )
-        expected = tuple(info.shape)
         batch = fixed_batch(self.graph)
-        if batch is not None and x.ndim and x.shape[0] != batch:
+        if batch is not None and x.ndim and x.shape[0] != batch and x.shape[0]:
             raise InvalidInputError(
                 f"input {info.name!r}: the model takes batches of exactly {batch} sample(s) (its "
                 f"batch is fixed and could not be relaxed), got {x.shape[0]}; run {batch} at a "
                 "time (evaluate() and quantemu run split the data themselves)"
             )
-        fixed = [
-            (i, d) for i, d in enumerate(expected) if isinstance(d, int) and i > 0
-        ]  # dimension 0 is the batch
-        if x.ndim != len(expected) or any(x.shape[i] != d for i, d in fixed):
-            raise InvalidInputError(
-                f"input {info.name!r}: expected shape {_shape_text(expected)}, got {tuple(x.shape)}"
-            )
-        return x if x.dtype.kind in "iu" else x.astype(np.float32, copy=False)
+        inputs.check_shape(x, info.name, info.shape)
+        inputs.check_samples(x, info.name)
+        return x if x.dtype.kind in "iu" else inputs.float32_checked(x, info.name)
 
     def _input_encoding(self, dtype: np.dtype) -> LinearEncoding:
         """The model's own quantization of its input, which integer input codes are in."""
@@ -103,14 +98,38 @@ class Program:
             return self._input_encoding(x.dtype).dequantize(x).astype(np.float32)
         return x
 
-    def run(self, x) -> RunResult:
-        """Run one batch ``x`` through the integer program; every tensor is kept."""
+    def run(self, x, *, keep: Keep | str = "outputs") -> RunResult:
+        """Run ``x`` (any number of samples) through the integer program.
+
+        ``keep="outputs"``: the graph outputs' codes and every layer's counters, computed in
+        batches (bounded memory); ``keep="all"``: every layer's tensors too, in one pass, up to
+        a size limit (:mod:`quantemu.simulate.streaming`).
+        """
+        keep = Keep.parse(keep)
         x = self.check_input(x)
-        feed = QTensor(x, self._input_encoding(x.dtype)) if x.dtype.kind in "iu" else x
-        return run_lowered(self.lowered, self.graph.outputs, {self.graph.inputs[0].name: feed})
+        encoding = self._input_encoding(x.dtype) if x.dtype.kind in "iu" else None
+        name = self.graph.inputs[0].name
+
+        def run_batch(batch: np.ndarray) -> RunResult:
+            feed = QTensor(batch, encoding) if encoding is not None else batch
+            return run_lowered(self.lowered, self.graph.outputs, {name: feed})
+
+        streamable = fixed_batch(self.graph) is None and all(
+            isinstance(info.shape[0], str) for info in self.graph.output_infos if info.shape
+        )
+        shapes = [self.graph.tensors[o].shape for n in self.graph.nodes for o in n.outputs if o]
+        return run_in_batches(
+            run_batch,
+            x,
+            self.graph.outputs,
+            keep,
+            streamable=streamable,
+            elements=elements_per_sample(shapes),
+        )
 
     def run_feeds(self, feeds: Mapping[str, np.ndarray]) -> RunResult:
-        """Run a model with several inputs (name -> float array)."""
+        """Run a model with several inputs (name -> float array, or a QTensor of codes)."""
+        feeds = inputs.check_feeds(self.graph, feeds)
         return run_lowered(self.lowered, self.graph.outputs, feeds)
 
     def evaluate(
@@ -125,10 +144,6 @@ class Program:
     def report(self, x, labels=None, **kwargs) -> Evaluation:
         """:meth:`evaluate`; render the result with :mod:`quantemu.report`."""
         return self.evaluate(x, labels, **kwargs)
-
-
-def _shape_text(shape) -> str:
-    return "(" + ", ".join("N" if i == 0 else str(d) for i, d in enumerate(shape)) + ")"
 
 
 def _load(model) -> Graph:
@@ -217,6 +232,7 @@ def compile_model(
     spec = backend_spec(backend)
     opts = spec.parse_options(options)
     graph = _load(model)
+    inputs.check_weights(graph)  # before optimization folds a NaN into other tensors
     if isinstance(calib, np.ndarray):
         graph = bind_from_data(graph, calib)  # dynamic height and width take the data's
     symbolic = symbolic_input_dims(graph)

@@ -3,12 +3,12 @@
 :func:`evaluate` is what ``Program.evaluate`` and ``quantemu run`` call. It streams the data in
 batches, runs the float executor with every intermediate and the integer program on the same
 batch, and accumulates :mod:`~quantemu.simulate.metrics` per layer, plus top-1 accuracy when
-labels are given.
+labels are given. Top-1 and agreement exist only for a classifier's ``(N, classes)`` output;
+for any other output they are ``None`` and the header says why.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from quantemu.errors import InvalidInputError
+from quantemu.graph import inputs
 from quantemu.graph.passes_shape import fixed_batch
 from quantemu.program import RunResult
 from quantemu.simulate.metrics import LayerAccumulator, top1
@@ -50,7 +51,9 @@ class Evaluation:
     samples: int
     float_accuracy: float | None
     backend_accuracy: float | None
-    agreement: float  # fraction of samples where the backend's top-1 equals the float top-1
+    # Fraction of samples where the backend's top-1 equals the float top-1; None without a float
+    # reference or for an output that is not a classifier's (N, classes) scores.
+    agreement: float | None
 
     def worst_layers(self, n: int = 3) -> list[LayerStats]:
         """The ``n`` layers with the lowest SQNR."""
@@ -80,18 +83,6 @@ class Evaluation:
         }
 
 
-def _check_labels(labels, samples: int) -> np.ndarray | None:
-    if labels is None:
-        return None
-    labels = np.asarray(labels)
-    if labels.ndim != 1 or labels.shape[0] != samples or labels.dtype.kind not in "iu":
-        raise InvalidInputError(
-            f"labels must be a 1-D integer array with one label per sample ({samples}), got "
-            f"dtype {labels.dtype} shape {labels.shape}"
-        )
-    return labels
-
-
 def evaluate(
     program,
     x: np.ndarray,
@@ -108,13 +99,16 @@ def evaluate(
     each batch's :class:`~quantemu.program.RunResult` (to keep the target's output codes).
     """
     x = program.check_input(x)
-    labels = _check_labels(labels, x.shape[0])
+    labels = inputs.check_labels(labels, x.shape[0])
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise InvalidInputError(f"batch_size must be a positive int, got {batch_size!r}")
+    out_name = program.graph.outputs[0]
+    classes = inputs.static_classes(program.graph)
+    if classes is not True:  # known before the work: check the labels now
+        inputs.check_label_range(labels, classes, out_name, program.graph.tensors[out_name].shape)
     batch_size = fixed_batch(program.graph) or batch_size  # a fixed model batch takes only that
     acc = {layer.name: LayerAccumulator() for layer in program.lowered.layers}
     floats = has_float_reference(program.graph)
-    out_name = program.graph.outputs[0]
     float_pred, backend_pred = [], []
     for start in range(0, x.shape[0], batch_size):
         batch = x[start : start + batch_size]
@@ -123,7 +117,7 @@ def evaluate(
             if floats
             else None
         )
-        result = program.run(batch)
+        result = program.run(batch, keep="all")
         if on_result is not None:
             on_result(result)
         for layer in program.lowered.layers:
@@ -132,29 +126,46 @@ def evaluate(
                 None if reference is None else reference[layer.output],
                 result.counters[layer.name],
             )
-        if reference is not None:
-            float_pred.append(top1(reference[out_name]))
-        backend_pred.append(top1(result.outputs[out_name]))
+        output = result.outputs[out_name]
+        if start == 0:
+            classes = inputs.classes_of(output)
+            inputs.check_label_range(labels, classes, out_name, ("N", *output.shape[1:]))
+        if classes is not None:
+            if reference is not None:
+                float_pred.append(top1(reference[out_name]))
+            backend_pred.append(top1(output))
         if on_batch is not None:
             on_batch(batch.shape[0])
-    backend_pred = np.concatenate(backend_pred)
     header = dict(program.header)
     if not floats:
         header["float reference"] = NO_FLOAT
-        float_pred = np.full(backend_pred.shape, -1)
-    else:
-        float_pred = np.concatenate(float_pred)
+    if classes is None:
+        header["top-1"] = inputs.not_classifier_text(out_name, ("N", *output.shape[1:]))
     return Evaluation(
         backend=program.backend,
         header=header,
         layers=tuple(_stats(layer, acc[layer.name]) for layer in program.lowered.layers),
         samples=int(x.shape[0]),
-        float_accuracy=None
-        if labels is None or not floats
-        else float(np.mean(float_pred == labels)),
-        backend_accuracy=None if labels is None else float(np.mean(backend_pred == labels)),
-        agreement=float(np.mean(float_pred == backend_pred)) if floats else math.nan,
+        **_accuracies(labels, float_pred, backend_pred),
     )
+
+
+def _accuracies(labels, float_pred: list, backend_pred: list) -> dict[str, float | None]:
+    """Top-1 accuracies and agreement; ``None`` where not computed (no labels, no float
+    reference, or an output that is not a classifier's)."""
+    backend = np.concatenate(backend_pred) if backend_pred else None
+    reference = np.concatenate(float_pred) if float_pred else None
+    return {
+        "float_accuracy": None
+        if labels is None or reference is None
+        else float(np.mean(reference == labels)),
+        "backend_accuracy": None
+        if labels is None or backend is None
+        else float(np.mean(backend == labels)),
+        "agreement": None
+        if reference is None or backend is None
+        else float(np.mean(reference == backend)),
+    }
 
 
 NO_FLOAT = (

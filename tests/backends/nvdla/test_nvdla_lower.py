@@ -46,7 +46,7 @@ def _single(op, x_shape, inits=None, outputs=("y",), **attrs):
 def _dequant_error_lsb(prog, x, name):
     """Max |backend - float| in output LSBs for tensor ``name``, the float model fed the
     dequantized input codes (so the input's own quantization error is not counted)."""
-    r = prog.run(x)
+    r = prog.run(x, keep="all")
     got = r.tensors[name]
     x_seen = r.tensors[prog.graph.inputs[0].name].dequantize()
     want = prog.graph.run_float(x_seen, intermediates=True)[name]
@@ -60,7 +60,7 @@ def test_demo_model_accuracy_close_to_float():
     xc, _ = demo_dataset("calib")
     xt, yt = demo_dataset("test")
     prog = quantemu.compile(demo_model_path(), backend="nvdla", calib=xc, progress=False)
-    result = prog.run(xt)
+    result = prog.run(xt, keep="all")
     acc = float((result.outputs["logits"].argmax(1) == yt).mean())
     # measured 0.9917 (per_kernel, = float 0.9917); a floor a little below
     assert acc >= 0.985
@@ -80,10 +80,10 @@ def test_demo_per_filter_and_batch_invariance():
     xt, yt = demo_dataset("test")
     prog = quantemu.compile(demo_model_path(), backend="nvdla", calib=xc, progress=False,
                             weights="per_filter")  # fmt: skip
-    whole = prog.run(xt[:24])
-    assert float((prog.run(xt).outputs["logits"].argmax(1) == yt).mean()) >= 0.985
+    whole = prog.run(xt[:24], keep="all")
+    assert float((prog.run(xt, keep="all").outputs["logits"].argmax(1) == yt).mean()) >= 0.985
     for i in (0, 7, 23):  # one image at a time gives the same integers as the batch
-        one = prog.run(xt[i : i + 1])
+        one = prog.run(xt[i : i + 1], keep="all")
         for name, t in one.tensors.items():
             assert np.array_equal(t.codes[0], whole.tensors[name].codes[i]), name
     # per-channel weight scales: the rescale moved to the BS MUL operand
@@ -131,7 +131,7 @@ def test_conv_layer_equals_cacc_and_sdp_called_directly(weights):
     proto = _single("Conv", ["N", 3, 7, 7], {"w": w, "b": b}, pads=[1, 1, 1, 1], strides=[2, 2])
     x = rng.normal(size=(5, 3, 7, 7)).astype(np.float32)
     prog = _compile(proto, x, weights=weights)
-    got = prog.run(x).tensors["y"].codes
+    got = prog.run(x, keep="all").tensors["y"].codes
     s_in, s_out = _scale(x), _scale(prog.graph.run_float(x)["y"])
     xq = np.clip(np.rint(x / np.float64(s_in)), -128, 127).astype(np.int64)
     q, s_w = _weights_per_channel(w, weights == "per_filter")
@@ -144,7 +144,7 @@ def test_conv_layer_equals_cacc_and_sdp_called_directly(weights):
     acc = cacc(np.stack(steps), CaccRegisters(PROC_PRECISION=0, CLIP_TRUNCATE=0))
     want = _direct_sdp(acc.y, s_in, s_w, s_out, b, relu=False, per_filter=weights == "per_filter")
     assert got.dtype == np.int8 and np.array_equal(got, want)
-    assert np.array_equal(prog.run(x).tensors["x"].codes, xq)
+    assert np.array_equal(prog.run(x, keep="all").tensors["x"].codes, xq)
 
 
 def test_dense_layer_with_fused_relu_equals_direct_ops():
@@ -159,7 +159,7 @@ def test_dense_layer_with_fused_relu_equals_direct_ops():
     x = rng.normal(size=(9, 20)).astype(np.float32)
     prog = _compile(proto, x)
     assert len(prog.lowered.layers) == 1  # the ReLU is fused into the SDP's BS unit
-    got = prog.run(x).tensors["y"].codes
+    got = prog.run(x, keep="all").tensors["y"].codes
     s_in, s_out = _scale(x), _scale(prog.graph.run_float(x)["y"])
     xq = np.clip(np.rint(x / np.float64(s_in)), -128, 127).astype(np.int64)
     q, s = quantize_weights(w)
@@ -180,12 +180,12 @@ def test_gemm_is_exact_beyond_the_float32_bound():
     (layer,) = prog.lowered.layers
     assert layer.weights.dtype == np.int8 and not layer.needs_cacc
     assert "|acc| <= 32512000 < 2^31" in layer.note  # B = 2000 * 127 * 128
-    xq = prog.run(x).tensors["x"].codes.astype(np.int64)
-    out = layer.run([prog.run(x).tensors["x"]])
+    xq = prog.run(x, keep="all").tensors["x"].codes.astype(np.int64)
+    out = layer.run([prog.run(x, keep="all").tensors["x"]])
     assert np.array_equal(out.internals["acc"], xq @ (127 * w.T.astype(np.int64)))
     small = _compile(_single("Gemm", ["N", 20], {"w": w[:, :20]}, transB=1), x[:, :20])
     (layer,) = small.lowered.layers
-    xq = small.run(x[:, :20]).tensors["x"]
+    xq = small.run(x[:, :20], keep="all").tensors["x"]
     out = layer.run([xq])
     want = xq.codes.astype(np.int64) @ (127 * w[:, :20].T.astype(np.int64))
     assert np.array_equal(out.internals["acc"], want)
@@ -203,7 +203,7 @@ def test_accumulator_saturation_is_modeled_and_counted():
     prog = _compile(proto, x)
     (layer,) = prog.lowered.layers
     assert layer.needs_cacc and "CACC modeled" in layer.note
-    out = layer.run([prog.run(x).tensors["x"]])
+    out = layer.run([prog.run(x, keep="all").tensors["x"]])
     assert out.counters["acc_saturated"] == 6
     assert out.internals["acc"].tolist() == [[2**31 - 1, -(2**31)]] * 3
     # the float output is k (= 127 codes); the saturated accumulator yields fewer codes
@@ -219,7 +219,7 @@ def test_lut_hit_counters_inside_the_tables():
     assert layer.op == "sdp_lut_sigmoid" and "table error" in layer.note
     # +-100 clamp to codes +-127 on entry; every code of that range hits the LO table
     x = np.array([[-100.0, -1.0, 0.5, 100.0]], np.float32)
-    counters = prog.run(x).counters["sigmoid"]
+    counters = prog.run(x, keep="all").counters["sigmoid"]
     assert counters["lut_underflow"] == 0 and counters["lut_overflow"] == 0
     assert counters["lut_lo_hit"] == 4 and counters["output_saturated"] == 0
 
@@ -232,7 +232,7 @@ def test_output_saturation_and_clamp_counters():
     s_out = prog.lowered.layers[0].encoding.scale
     x = np.array([[[[0.05, 1.0]], [[0.0, 1.0]]]], np.float32)  # y = 0.05 and 2.0
     assert 0.05 / s_out < 2**16 < 2.0 / s_out  # 17-bit converter step: only 2.0 saturates
-    r = prog.run(x)
+    r = prog.run(x, keep="all")
     assert r.counters["conv"] == {"acc_saturated": 0, "output_saturated": 1, "output_clamped": 2}
     assert r.tensors["y"].codes.ravel().tolist() == [127, 127]
 
@@ -240,13 +240,13 @@ def test_output_saturation_and_clamp_counters():
 def test_lut_flow_counters_beyond_the_table():
     proto = _single("Tanh", ["N", 2])
     prog = _compile(proto, np.array([[-60.0, 60.0]], np.float32))  # s_in = 60/127
-    counters = prog.run(np.array([[-60.0, 60.0]], np.float32)).counters["tanh"]
+    counters = prog.run(np.array([[-60.0, 60.0]], np.float32), keep="all").counters["tanh"]
     # in_scale = 127 / 60: LO starts at floor(-4 * 127 / 60) = -9 with 256 steps of 1 code
     # (it reaches +247, so +60 = code 127 hits it), LE at floor(-8 * 127 / 60) = -17: code
     # -127 lies below both tables (underflow, extrapolated with the secant slope)
     assert counters["lut_underflow"] == 1 and counters["lut_overflow"] == 0
     assert counters["lut_lo_hit"] == 1
-    y = prog.run(np.array([[-60.0, 60.0]], np.float32)).tensors["y"].codes
+    y = prog.run(np.array([[-60.0, 60.0]], np.float32), keep="all").tensors["y"].codes
     assert y.tolist() == [[-127, 127]]
 
 
@@ -271,7 +271,7 @@ def test_pooling_on_the_pdp_matches_pdp_called_directly():
                          strides=[1, 1]),
     ]  # fmt: skip
     prog = _compile(model(nodes, {"x": ["N", 3, 9, 9]}, ["y"]), x)
-    r = prog.run(x)
+    r = prog.run(x, keep="all")
     xq = r.tensors["x"].codes
     # ceil_mode: (9 + 2 - 3) / 2 -> ceil 4 + 1 = 5 outputs; the PDP gets one more bottom/right
     # pad row so that its floor formula gives 5 (max ignores padding)
@@ -335,7 +335,7 @@ def test_broadcast_mul_by_constant_and_fused_relu_on_add():
     prog = _compile(model(nodes, {"x": ["N", 3, 4, 4]}, ["y"], {"c": c}), x)
     assert [layer.op for layer in prog.lowered.layers] == ["sdp_ew_prod", "sdp_ew_sum"]
     assert len(prog.lowered.layers[1].stages) == 2  # ReLU after the EW sum: a second pass
-    assert prog.run(x).tensors["y"].codes.min() >= 0
+    assert prog.run(x, keep="all").tensors["y"].codes.min() >= 0
     assert _dequant_error_lsb(prog, x, "y") <= 2.0
 
 
@@ -356,7 +356,7 @@ def test_fused_leaky_relu_and_clip_on_conv():
         ]
         prog = _compile(model(nodes, {"x": ["N", 2, 5, 5]}, ["y"], inits), x)
         (layer,) = prog.lowered.layers
-        r = prog.run(x)
+        r = prog.run(x, keep="all")
         # the float conv of the dequantized input and weights, then the activation: only the
         # output stage's rounding (half an LSB; the clip bound rounds to a code) remains
         c = np.einsum("nchw,mc->nmhw", r.tensors["x"].dequantize(), q[:, :, 0, 0] * s_w)
@@ -383,7 +383,7 @@ def test_lrn_concat_softmax_and_layout():
     assert ops["lrn"].op == "cdp_lrn" and ops["lrn"].exact
     assert ops["cat"].op == "concat" and "requantized" in ops["cat"].note
     assert not ops["softmax"].exact and "CPU" in ops["softmax"].note
-    r = prog.run(x)
+    r = prog.run(x, keep="all")
     assert set(r.counters["lrn"]) >= {"output_saturated", "lut_underflow", "lut_le_hit"}
     assert _dequant_error_lsb(prog, x, "l") <= 3.0
     assert _dequant_error_lsb(prog, x, "c") <= 3.0
@@ -395,7 +395,7 @@ def test_resnet18_shaped_model_runs_close_to_float():
     proto = resnet18(batch="N", size=32, width=8, num_classes=10)
     x = rng.normal(size=(2, 3, 32, 32)).astype(np.float32)
     prog = _compile(proto, x)
-    out, ref = prog.run(x).outputs["logits"], prog.graph.run_float(x)["logits"]
+    out, ref = prog.run(x, keep="all").outputs["logits"], prog.graph.run_float(x)["logits"]
     cos = float((out * ref).sum() / np.linalg.norm(out) / np.linalg.norm(ref))
     assert cos > 0.98 and all(layer.exact for layer in prog.lowered.layers)
 
@@ -429,7 +429,7 @@ def test_qdq_overrides_fix_scales_and_weights():
     assert np.array_equal(conv.weights, w_q.astype(np.float32))  # the file's integers
     assert conv.encoding.scale == pytest.approx(0.05)  # adopted from the saturate Clip
     assert "BS_MUL" in conv.stages[0].channel_operands  # per-axis weights: per-channel rescale
-    assert prog.run(x).tensors["xd"].encoding.scale == pytest.approx(0.02)
+    assert prog.run(x, keep="all").tensors["xd"].encoding.scale == pytest.approx(0.02)
 
 
 def test_qdq_uint8_activation_is_rejected():
@@ -528,7 +528,7 @@ def test_standalone_batchnorm_and_prelu_on_the_sdp():
     prog = _compile(model(nodes, {"x": ["N", c, 5, 5]}, ["y"], params), x)
     ops = [layer.op for layer in prog.lowered.layers]
     assert ops == ["pdp_max", "sdp_x_batchnorm", "sdp_x_prelu"]
-    r = prog.run(x)
+    r = prog.run(x, keep="all")
     b, y = r.tensors["b"], r.tensors["y"]
     a = params["g"] / np.sqrt(params["var"] + np.float32(1e-5))
     want = r.tensors["m"].dequantize() * a.reshape(1, c, 1, 1)

@@ -64,7 +64,7 @@ def lowered_run(request, tmp_path_factory, isa):
     program = quantemu.compile(str(path), "onednn", calib=calib, isa=isa.value)
     x = rng.standard_normal((SAMPLES, *shape)).astype(np.float32)
     # The default exporter fixes the batch at 1: run sample by sample.
-    return program, [program.run(x[i : i + 1]) for i in range(SAMPLES)]
+    return program, [program.run(x[i : i + 1], keep="all") for i in range(SAMPLES)]
 
 
 def _torch_linear(layer: QLinearLayer):
@@ -153,7 +153,7 @@ def test_mul_by_scalar_equals_torch_quantized_mul(c, scalar_first):
     program = quantemu.compile(load_onnx(proto), backend="onednn", calib=calib, progress=False)
     (layer,) = program.lowered.layers
     assert isinstance(layer, QMulScalarLayer) and layer.exact
-    run = program.run(rng.uniform(-2, 3, (2, 8, 16)).astype(np.float32))
+    run = program.run(rng.uniform(-2, 3, (2, 8, 16)).astype(np.float32), keep="all")
     x, y = run.tensors["x"], run.tensors["y"]
     _assert_same_mul(
         _torch_mul_scalar(x.codes, x.encoding, float(np.float32(c))), y.codes, y.encoding

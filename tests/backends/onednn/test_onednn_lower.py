@@ -104,7 +104,7 @@ def test_demo_accuracy_close_to_float():
         "flatten",
         "quantized::linear",
     ]
-    result = program.run(x_test)
+    result = program.run(x_test, keep="all")
     accuracy = float((result.outputs["logits"].argmax(axis=1) == y_test).mean())
     assert accuracy >= 0.98
     header = program.lowered.header
@@ -130,7 +130,7 @@ def test_conv_layer_equals_quantized_conv2d(isa):
     assert zx > 0 and np.array_equal(layer.weight, codes)
     assert layer.params.impl is (QuantizedImpl.JIT_UNI if isa == "avx2" else QuantizedImpl.BRGEMM)
     x = _calib((3, 4, 7, 7), seed=9, shift=0.5)
-    run = program.run(x)
+    run = program.run(x, keep="all")
     direct = quantized_conv2d(run.tensors["x"].codes, codes, layer.params, b)
     assert np.array_equal(run.tensors["y"].codes, direct.y)
     assert run.tensors["y"].codes.dtype == np.uint8
@@ -150,7 +150,7 @@ def test_dense_layer_equals_quantized_linear():
     assert np.array_equal(layer.weight, codes)
     assert np.array_equal(layer.bias, c * F32(2.0))
     assert layer.params.impl is QuantizedImpl.JIT_UNI  # gemm:jit on avx2
-    run = program.run(_calib((8, 24), seed=11))
+    run = program.run(_calib((8, 24), seed=11), keep="all")
     direct = quantized_linear(run.tensors["x"].codes, codes, layer.params, layer.bias)
     assert np.array_equal(run.tensors["y"].codes, direct.y)
 
@@ -161,7 +161,7 @@ def test_relocated_conv_uses_its_pairing_order():
     program = _compile(proto, _calib((8, 1, 7, 7)), isa="avx512_core")
     (layer,) = program.lowered.layers
     assert layer.conv.impl is ConvImpl.RELO_WH
-    x = program.run(_calib((2, 1, 7, 7), seed=2)).tensors
+    x = program.run(_calib((2, 1, 7, 7), seed=2), keep="all").tensors
     acc = conv2d(x["x"].codes, layer.weight, layer.conv).acc
     y = requantize(acc, 1, layer.params.quant, layer.params.impl, w_round_trip=False, bias=b)
     assert np.array_equal(x["y"].codes, y)

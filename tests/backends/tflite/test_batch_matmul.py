@@ -177,7 +177,7 @@ def test_attention_lowers_to_batch_matmul(runtime):
     layers = program.lowered.layers
     assert [la.op for la in layers].count("BATCH_MATMUL") == 2
     assert "FULLY_CONNECTED" in [la.op for la in layers]  # constant weights: unchanged path
-    tensors = program.run(CALIB[:3]).tensors
+    tensors = program.run(CALIB[:3], keep="all").tensors
     for la in layers:
         if la.op == "BATCH_MATMUL":
             a, b = (tensors[t].codes for t in la.inputs)

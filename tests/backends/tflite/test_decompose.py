@@ -98,7 +98,7 @@ def test_other_backends_keep_the_graph(tmp_path):
 def test_layer_norm_runs_on_tflite_targets(tmp_path, backend):
     path = _layer_norm_model(tmp_path / "ln.onnx")
     program = quantemu.compile(path, backend, calib=_x((16, 32), seed=1))
-    result = program.run(_x((16, 32), seed=2))
+    result = program.run(_x((16, 32), seed=2), keep="all")
     y = result.tensors["y"]
     assert y.codes.dtype == np.int8
     # Every intermediate is a calibrated int8 tensor: the rewrite happened before calibration.

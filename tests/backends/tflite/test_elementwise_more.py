@@ -145,7 +145,7 @@ CALIB = np.random.default_rng(3).uniform(-2, 3, (16, 4, 16)).astype(np.float32)
 def _check_layers(program, x) -> list[str]:
     """Every SQUARED_DIFFERENCE / RSQRT / MINIMUM / MAXIMUM layer == its kernel on the codes
     the run fed it; the op list."""
-    result = program.run(x)
+    result = program.run(x, keep="all")
     t = result.tensors
     for layer in program.lowered.layers:
         if layer.op not in ("SQUARED_DIFFERENCE", "RSQRT", "MINIMUM", "MAXIMUM"):

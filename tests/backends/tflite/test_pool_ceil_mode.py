@@ -27,7 +27,7 @@ DATA = np.random.default_rng(0).normal(size=(6, 4, 8, 8)).astype(np.float32)
 @pytest.mark.parametrize("backend", ["tflite", "xs3"])
 def test_max_pool_ceil_mode_is_the_max_of_the_in_image_codes(backend):
     program = quantemu.compile(_pool("MaxPool"), backend, calib=DATA)
-    result = program.run(DATA)
+    result = program.run(DATA, keep="all")
     y, x = result.tensors["y"].codes, result.tensors["x"].codes.astype(np.int64)
     assert y.shape == (6, 4, 4, 4)  # one more window than floor mode
     padded = np.pad(x, ((0, 0), (0, 0), (0, 1), (0, 1)), constant_values=-999)
@@ -38,7 +38,7 @@ def test_max_pool_ceil_mode_is_the_max_of_the_in_image_codes(backend):
 def test_average_pool_ceil_mode_on_tflite_and_refused_on_xs3():
     model = _pool("AveragePool", count_include_pad=0)
     program = quantemu.compile(model, "tflite", calib=DATA)
-    result = program.run(DATA)
+    result = program.run(DATA, keep="all")
     y, x = result.tensors["y"].codes, result.tensors["x"].codes.astype(np.int64)
     # TFLite's average: the in-image taps' sum over their count, rounded half away from zero
     windows = sliding_window_view(np.pad(x, ((0, 0), (0, 0), (0, 1), (0, 1))), (3, 3), axis=(2, 3))[

@@ -29,7 +29,7 @@ def manifest():
 def test_outputs_equal_litert_reference(name):
     data = np.load(DATA / f"{name}.npz")
     program = quantemu.compile(DATA / f"{name}.int8.tflite", "tflite")
-    result = program.run(data["x_int8"])
+    result = program.run(data["x_int8"], keep="all")
     out = program.graph.outputs[0]
     assert np.array_equal(result.tensors[out].codes, data["y_tflite_ref"])
     assert np.array_equal(data["y_tflm"], data["y_tflite_ref"])  # the set's own claim
@@ -42,7 +42,7 @@ def test_every_intermediate_tensor_equals_litert(name, manifest):
     x = np.load(DATA / f"{name}.npz")["x_int8"][: info["n_inputs"]]
     graph = load_tflite(DATA / f"{name}.int8.tflite")
     program = quantemu.compile(graph, "tflite")
-    tensors = program.run(x).tensors
+    tensors = program.run(x, keep="all").tensors
     checked = 0
     for ref in info["ref_tensors"]:
         ir = ref["name"]
@@ -66,4 +66,4 @@ def test_float_input_and_output_model(runtime, key):
     program = quantemu.compile(FLOAT_IO / "float_io.int8.tflite", "tflite", runtime=runtime)
     assert program.header["calibration"] == "the model's own quantization"
     out = program.graph.outputs[0]
-    assert np.array_equal(program.run(data["x"]).outputs[out], data[key])
+    assert np.array_equal(program.run(data["x"], keep="all").outputs[out], data[key])

@@ -27,7 +27,7 @@ MODELS = sorted(MANIFEST["models"])
 def test_outputs(name, runtime, key):
     data = np.load(DATA / f"{name}.npz")
     program = quantemu.compile(DATA / f"{name}.int8.tflite", "tflite", runtime=runtime)
-    got = program.run(data["x_int8"]).tensors[program.graph.outputs[0]].codes
+    got = program.run(data["x_int8"], keep="all").tensors[program.graph.outputs[0]].codes
     assert np.array_equal(got, data[key])
 
 
@@ -56,7 +56,7 @@ def test_xmos_runtime_on_the_uncompiled_model(folder, name):
     program = quantemu.compile(
         folder / f"{name}.int8.tflite", "tflite", runtime="xmos_tflite_micro"
     )
-    got = program.run(data["x_int8"]).tensors[program.graph.outputs[0]].codes
+    got = program.run(data["x_int8"], keep="all").tensors[program.graph.outputs[0]].codes
     assert np.array_equal(got, data["y_xcore_on_int8"])
 
 
@@ -66,7 +66,7 @@ def test_intermediates(name):
     layers = np.load(DATA / f"{name}.layers.npz")
     x = np.load(DATA / f"{name}.npz")["x_int8"][: info["n_inputs"]]
     program = quantemu.compile(load_tflite(DATA / f"{name}.int8.tflite"), "tflite")
-    tensors = program.run(x).tensors
+    tensors = program.run(x, keep="all").tensors
     for ref in info["ref_tensors"]:
         got = nhwc_view(program.graph, ref["name"], tensors[ref["name"]].codes)
         assert np.array_equal(got, layers[ref["key"]].reshape(got.shape)), (name, ref["op"])

@@ -53,7 +53,7 @@ def _compiled(folder: str, name: str):
 def test_outputs_equal_the_host_interpreter(folder, name):
     data = np.load(DATA / folder / f"{name}.npz")
     program = _compiled(folder, name)
-    out = program.run(data["x_int8"]).tensors[program.graph.outputs[0]].codes
+    out = program.run(data["x_int8"], keep="all").tensors[program.graph.outputs[0]].codes
     assert np.array_equal(out.reshape(data["y_xcore"].shape), data["y_xcore"])
 
 
@@ -64,7 +64,7 @@ def test_every_intermediate_equals_the_host_interpreter(folder, name):
     x = np.load(DATA / folder / f"{name}.npz")["x_int8"][: info["n_inputs"]]
     path = DATA / folder / f"{name}.xcore.tflite"
     program = _compiled(folder, name)
-    tensors = program.run(x).tensors
+    tensors = program.run(x, keep="all").tensors
     names = read_tflite(path).tensors
     checked = 0
     for ref in info["xcore_tensors"]:
@@ -188,8 +188,8 @@ def test_compiled_equals_the_xformer_lowering_where_the_host_interpreter_cannot_
     x = np.load(DATA / "tflite_refs" / f"{name}.npz")["x_int8"]
     compiled = _compiled("tflite_refs", name)
     lowered = quantemu.compile(DATA / "tflite_refs" / f"{name}.int8.tflite", "xs3")
-    a = compiled.run(x).tensors[compiled.graph.outputs[0]].codes
-    b = lowered.run(x).tensors[lowered.graph.outputs[0]].codes
+    a = compiled.run(x, keep="all").tensors[compiled.graph.outputs[0]].codes
+    b = lowered.run(x, keep="all").tensors[lowered.graph.outputs[0]].codes
     assert np.array_equal(a, b.reshape(a.shape))
 
 

@@ -54,7 +54,7 @@ def _program(name: str):
 def test_outputs_equal_xmos_host_interpreter(name):
     data = np.load(DATA / f"{name}.npz")
     program = _program(name)
-    out = program.run(data["x_int8"]).tensors[program.graph.outputs[0]].codes
+    out = program.run(data["x_int8"], keep="all").tensors[program.graph.outputs[0]].codes
     assert np.array_equal(out.reshape(data["y_xcore"].shape), data["y_xcore"])
 
 
@@ -63,7 +63,7 @@ def test_every_xc_layer_equals_the_interpreter(name):
     info = json.loads((DATA / "MANIFEST.json").read_text())["models"][name]["layers"]
     layers = np.load(DATA / f"{name}.layers.npz")
     program = _program(name)
-    tensors = program.run(layers["x_int8"][: info["n_inputs"]]).tensors
+    tensors = program.run(layers["x_int8"][: info["n_inputs"]], keep="all").tensors
     checked = 0
     for layer in program.lowered.layers:
         op = CHECKED.get(layer.op)

@@ -71,7 +71,7 @@ def test_demo_lowers_runs_and_keeps_the_float_accuracy():
         demo_model_path(), backend="xs3", calib=x_cal, progress=False, toolchain=BSO
     )
     assert [layer.op for layer in prog.lowered.layers] == DEMO_OPS
-    result = prog.run(x)
+    result = prog.run(x, keep="all")
     accuracy = float((result.outputs["logits"].argmax(axis=1) == y).mean())
     float_accuracy = float((prog.graph.run_float(x)["logits"].argmax(axis=1) == y).mean())
     # Measured: float 0.9917, xs3 0.9917 (357/360).
@@ -97,9 +97,9 @@ def test_batch_equals_one_image_at_a_time():
     prog = quantemu.compile(
         demo_model_path(), backend="xs3", calib=x_cal[:64], progress=False, toolchain=BSO
     )
-    batch = prog.run(x[:5])
+    batch = prog.run(x[:5], keep="all")
     for i in range(5):
-        single = prog.run(x[i : i + 1])
+        single = prog.run(x[i : i + 1], keep="all")
         for name, tensor in single.tensors.items():
             assert np.array_equal(tensor.codes[0], batch.tensors[name].codes[i]), name
 
@@ -111,7 +111,9 @@ def _derived(prog, w_float, b_float, axis=0, out="y"):
     """TFLite's weights/bias and the BSO, derived here from the program's tensor encodings."""
     enc_in = prog.lowered.input_encodings["x"]
     enc_out = (
-        prog.run(np.zeros((1, *prog.graph.inputs[0].shape[1:]), np.float32)).tensors[out].encoding
+        prog.run(np.zeros((1, *prog.graph.inputs[0].shape[1:]), np.float32), keep="all")
+        .tensors[out]
+        .encoding
     )
     q, s_w = quantize_weights(w_float, axis=0)
     b_scales = bias_scales(enc_in.scale, s_w)
@@ -148,7 +150,7 @@ def test_conv_layer_equals_the_libnn_operator(shape, op):
     prog = _compile(proto, x)
     (layer,) = prog.lowered.layers
     assert layer.op == op and layer.exact
-    result = prog.run(x)
+    result = prog.run(x, keep="all")
     w = prog.graph.initializers["w"]
     enc_in, enc_out, q, b_scales, bias = _derived(prog, w, prog.graph.initializers["b"])
     y_h = (9 + 2 * (k // 2) - k) // stride + 1
@@ -182,7 +184,7 @@ def test_dense_layer_equals_fully_connected_8():
     prog = _compile(proto, x)
     (layer,) = prog.lowered.layers
     assert layer.op == "fully_connected_8" and "10 -> 12" in layer.note
-    result = prog.run(x)
+    result = prog.run(x, keep="all")
     enc_in = prog.lowered.input_encodings["x"]
     enc_out = result.tensors["y"].encoding
     q, s_w = quantize_weights(w)
@@ -246,7 +248,7 @@ def test_global_average_pool_and_flatten_order_on_a_small_resnet():
     prog = _compile(proto, x)
     ops = {layer.op for layer in prog.lowered.layers}
     assert {"avgpool2d_global", "conv2d_shallowin", "conv2d_deep", "tflite:ADD"} <= ops
-    out = prog.run(x).outputs[prog.graph.outputs[0]]
+    out = prog.run(x, keep="all").outputs[prog.graph.outputs[0]]
     ref = prog.graph.run_float(x)[prog.graph.outputs[0]]
     assert np.corrcoef(out.ravel(), ref.ravel())[0, 1] > 0.95
 
@@ -295,7 +297,7 @@ def test_float_fallback_is_explicit():
     soft = prog.lowered.layers[1]
     assert soft.op == "float:Softmax" and not soft.exact
     assert "TFLite-Micro's int8 reference Softmax" in soft.note and "not bit-exact" in soft.note
-    out = prog.run(x)
+    out = prog.run(x, keep="all")
     # TFLite fixes softmax outputs to scale 1/256, zero point -128.
     enc = out.tensors["y"].encoding
     assert (enc.scale, enc.zero_point) == (1 / 256, -128)
@@ -310,7 +312,7 @@ def test_standalone_sigmoid_is_the_converters_lookup_table():
     prog = _compile(proto, x)
     (layer,) = prog.lowered.layers
     assert layer.op == "lookup8" and layer.exact
-    result = prog.run(x)
+    result = prog.run(x, keep="all")
     enc_in = result.tensors["x"].encoding
     codes = result.tensors["x"].codes
     real = (codes.astype(np.float32) - np.float32(enc_in.zero_point)) * np.float32(enc_in.scale)
@@ -328,8 +330,8 @@ def test_inputs_beyond_the_calibrated_range_saturate_the_output():
     prog = _compile(proto, x)
     # On the calibration data only the extremes can clip (zero-point nudging shifts the range
     # by up to half an LSB).
-    assert prog.run(x).counters["conv"]["output_saturated"] <= 2
-    loud = prog.run(8 * x).counters["conv"]
+    assert prog.run(x, keep="all").counters["conv"]["output_saturated"] <= 2
+    loud = prog.run(8 * x, keep="all").counters["conv"]
     assert loud["output_saturated"] > 100 and loud["acc_saturated"] == 0
 
 
@@ -410,7 +412,7 @@ def test_qdq_overrides_are_honoured():
     w_override = overrides[node.inputs[1]]
     # The file's int8 weights, laid out (C_out, K_h, K_w, C_in) for conv2d_deep.
     assert np.array_equal(conv.kernel, np.transpose(w_override.values, (0, 2, 3, 1)))
-    enc = prog.run(x[:1]).tensors[conv.output].encoding
+    enc = prog.run(x[:1], keep="all").tensors[conv.output].encoding
     o = overrides[conv.output]
     shift = 128 if o.dtype == "uint8" else 0  # uint8 codes are read as int8 with zp - 128
     assert enc.scale == float(o.scale) and enc.zero_point == int(o.zero_point) - shift
@@ -418,14 +420,14 @@ def test_qdq_overrides_are_honoured():
     first = next(n for n in prog.graph.nodes if n.inputs[0] == "input")
     want = overrides[first.outputs[0]]
     assert prog.lowered.input_encodings["input"].scale == float(want.scale)
-    accuracy = float((prog.run(x).outputs["logits"].argmax(axis=1) == y).mean())
+    accuracy = float((prog.run(x, keep="all").outputs["logits"].argmax(axis=1) == y).mean())
     assert accuracy >= 0.97
 
 
 def _single(node, shape, x, **inits):
     proto = model([node], {"x": ["N", *shape]}, ["y"], inits)
     prog = _compile(proto, x)
-    return prog, prog.run(x)
+    return prog, prog.run(x, keep="all")
 
 
 def test_padded_channels_are_dropped():
@@ -438,7 +440,7 @@ def test_padded_channels_are_dropped():
         prog = _compile(proto, x)
         (layer,) = prog.lowered.layers
         assert layer.op == op and "6 -> 8" in layer.note
-        out = prog.run(x)
+        out = prog.run(x, keep="all")
         ref = prog.graph.run_float(x)["y"]
         assert out.tensors["y"].codes.shape == ref.shape
         assert np.corrcoef(out.outputs["y"].ravel(), ref.ravel())[0, 1] > 0.999

@@ -1,0 +1,133 @@
+"""``Program.run`` on any number of samples in bounded memory.
+
+``keep="outputs"`` (the default) runs the samples in batches and keeps, of every batch, only the
+graph outputs' codes and every layer's counters (summed): peak memory is the result plus one
+batch's working set. The batch is sized from a first probe batch so that its tensors stay near
+:data:`BATCH_BYTES`, and at most :data:`MAX_BATCH` samples (a 224x224 ResNet-18 holds megabytes
+per sample, the demo CNN kilobytes; the kernels' temporaries are several times the tensors).
+
+``keep="all"`` keeps every layer's tensors for the whole input in one pass, as the per-layer
+tools need. Its size grows with the input: a probe batch measures the bytes per sample, and an
+input whose tensors would exceed :data:`KEEP_ALL_LIMIT` is refused before the work, naming the
+remedy (``keep="outputs"``, or slices of the input).
+
+Streaming needs every graph output to carry the batch on axis 0 (a symbolic leading dimension);
+a model whose outputs do not (a fixed batch, an output transposed away from the batch) runs in
+one pass, under the same limit as ``keep="all"``.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from quantemu.errors import InvalidInputError
+from quantemu.graph.ops._spec import split_dim
+from quantemu.program import QTensor, RunResult
+from quantemu.program.model import KeptTensors
+
+#: Bytes of tensors one streamed batch may hold.
+BATCH_BYTES = 16 * 1024**2
+#: Samples in a streamed batch at most (kernels' temporaries are several times the tensors).
+MAX_BATCH = 2048
+#: Bytes of tensors ``keep="all"`` may hold for the whole input.
+KEEP_ALL_LIMIT = 2 * 1024**3
+#: Samples in the probe batch that measures the bytes per sample.
+PROBE = 8
+
+
+class Keep(enum.Enum):
+    """What ``Program.run`` keeps: the graph outputs' codes, or every layer's tensors."""
+
+    OUTPUTS = "outputs"
+    ALL = "all"
+
+    @classmethod
+    def parse(cls, value: Keep | str) -> Keep:
+        """``value`` as a :class:`Keep`, or a clear error."""
+        try:
+            return cls(value.value if isinstance(value, cls) else value)
+        except ValueError:
+            raise InvalidInputError(
+                f"keep = {value!r}; choose 'outputs' (the graph outputs, bounded memory) or "
+                "'all' (every layer's tensors)"
+            ) from None
+
+
+def result_bytes(result: RunResult) -> int:
+    """Bytes held by a result's tensors and layer internals."""
+    held = sum(np.asarray(t.codes).nbytes for t in result.tensors.values())
+    internals = (v for layer in result.internals.values() for v in layer.values())
+    return held + sum(np.asarray(v).nbytes for v in internals)
+
+
+def elements_per_sample(shapes: Sequence[tuple]) -> int:
+    """Elements per sample of tensors of these shapes (the symbolic batch, or a flattened
+    ``batch*k``, counts as one sample; a fixed size counts whole)."""
+    total = 0
+    for shape in shapes:
+        count = 1
+        for dim in shape:
+            count *= split_dim(dim)[1]
+        total += count
+    return total
+
+
+def run_in_batches(
+    run_batch: Callable[[np.ndarray], RunResult],
+    x: np.ndarray,
+    outputs: Sequence[str],
+    keep: Keep,
+    *,
+    streamable: bool,
+    elements: int,
+) -> RunResult:
+    """Run ``x`` through ``run_batch`` as the module docstring says; ``elements``: the
+    elements per sample of every tensor the program makes (:func:`elements_per_sample`)."""
+    n = int(x.shape[0]) if x.ndim else 1
+    # Codes, plus at most an int64 accumulator per element: 16 bytes bound a layer's output.
+    small = elements * 16 * n <= KEEP_ALL_LIMIT // 2
+    if n <= PROBE or (small and (keep is Keep.ALL or not streamable)):
+        result = run_batch(x)
+        return result if keep is Keep.ALL else _outputs_only(result, outputs)
+    probe = run_batch(x[:PROBE])
+    per_sample = max(1, result_bytes(probe) // PROBE)
+    if keep is Keep.ALL or not streamable:
+        need = per_sample * n
+        if need > KEEP_ALL_LIMIT:
+            raise InvalidInputError(
+                f"keeping every layer's tensors for {n:,} samples needs about "
+                f"{need / 1024**3:.1f} GiB (limit {KEEP_ALL_LIMIT / 1024**3:.0f} GiB); run with "
+                "keep='outputs' (only the graph outputs, in batches), or run slices of the "
+                "input (x[i:i + k]) and keep what you need of each"
+            )
+        return run_batch(x)
+    size = int(np.clip(BATCH_BYTES // per_sample, PROBE, MAX_BATCH))
+    parts = [_outputs_only(probe, outputs)]
+    for start in range(PROBE, n, size):
+        parts.append(_outputs_only(run_batch(x[start : start + size]), outputs))
+    return _joined(parts, outputs)
+
+
+def _outputs_only(result: RunResult, outputs: Sequence[str]) -> RunResult:
+    tensors = KeptTensors({name: result.tensors[name] for name in outputs})
+    return RunResult(tensors=tensors, counters=result.counters, outputs=result.outputs)
+
+
+def _joined(parts: list[RunResult], outputs: Sequence[str]) -> RunResult:
+    """The batches' outputs concatenated on the batch axis, their counters summed."""
+    tensors = KeptTensors()
+    for name in outputs:
+        first = parts[0].tensors[name]
+        codes = np.concatenate([p.tensors[name].codes for p in parts])
+        tensors[name] = QTensor(codes, first.encoding)
+    counters: dict[str, dict[str, int]] = {}
+    for part in parts:
+        for layer, values in part.counters.items():
+            total = counters.setdefault(layer, {})
+            for key, value in values.items():
+                total[key] = total.get(key, 0) + int(value)
+    joined = {o: np.concatenate([p.outputs[o] for p in parts]) for o in outputs}
+    return RunResult(tensors=tensors, counters=counters, outputs=joined)
