@@ -8,6 +8,7 @@ operators are tested against these with ``==`` (DESIGN principle 2).
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
@@ -225,4 +226,40 @@ def reorder(x: np.ndarray, p: ReorderParams) -> list[int]:
             out.append(255 if u8_255 else lo)
         else:
             out.append(_clamp_rne(float(v), lo, hi))
+    return out
+
+
+def fma32(a: float, b: float, c: float) -> np.float32:
+    """``fma(a, b, c)`` in binary32: the binary32 value nearest to the exact ``a·b + c`` (ties to
+    an even significand), chosen among the neighbours of its binary64 rounding."""
+    exact = Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c))
+    guess = np.float32(float(exact))
+    near = [np.nextafter(guess, np.float32(d)) for d in (-np.inf, np.inf)]
+    return min(
+        [guess, *near],
+        key=lambda v: (abs(Fraction(float(v)) - exact), int(np.array(v).view(np.int32)) & 1),
+    )
+
+
+def layer_norm(
+    q: np.ndarray, gamma, beta, *, xq: tuple[float, int], yq: tuple[float, int], eps: float
+) -> list[list[int]]:
+    """``quantized::layer_norm`` over the last axis, one row and one code at a time
+    (:mod:`.layer_norm`): ``xq``/``yq`` are the ``(scale, zero_point)`` of input and output."""
+    f = np.float32
+    (xs, xzp), (ys, yzp) = (f(xq[0]), xq[1]), (f(yq[0]), yq[1])
+    n = q.shape[-1]
+    body, inv = n // 32 * 32, f(1) / ys
+    out = []
+    for row in q.reshape(-1, n).tolist():
+        m = f(sum(row)) / f(n)
+        mean = m - f(xzp)
+        var = max(fma32(-m, m, f(sum(v * v for v in row)) / f(n)), f(0))
+        k = f(float(xs) / math.sqrt(float(var * xs * xs) + eps))
+        codes = []
+        for j, code in enumerate(row):
+            y = fma32((f(code - xzp) - mean) * k, f(gamma[j]), f(beta[j]))
+            r = round(float(y * inv)) + yzp if j < body else round(float(f(yzp) + y * inv))
+            codes.append(min(max(r, 0), 255))
+        out.append(codes)
     return out

@@ -12,6 +12,8 @@
   (:mod:`..aten`), bit for bit (:mod:`.elementwise`, :mod:`.pool`, :mod:`.activation`);
   reshapes move codes (:mod:`.layout`); a Mul by a constant scalar is ``quantized::mul``
   (Scalar), the factor moved into the output's qparams (:mod:`.elementwise`);
+- LayerNormalization over the last axis with constant Scale/B: ``quantized::layer_norm``, ATen's
+  binary32 kernel bit for bit (:mod:`.norm`, :mod:`..layer_norm`);
 - anything else: a float fallback layer (``exact=False``, :mod:`.fallback`) or, with
   ``fallback="error"``, ``UnsupportedError``.
 """

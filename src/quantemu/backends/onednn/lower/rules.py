@@ -10,6 +10,7 @@ from quantemu.backends.onednn.lower.elementwise import lower_add, lower_mul
 from quantemu.backends.onednn.lower.fallback import lower_fallback
 from quantemu.backends.onednn.lower.layout import lower_reshape
 from quantemu.backends.onednn.lower.linear import lower_linear
+from quantemu.backends.onednn.lower.norm import lower_layer_norm
 from quantemu.backends.onednn.lower.pool import (
     lower_avg_pool,
     lower_global_avg_pool,
@@ -25,6 +26,7 @@ _RULES = {
     "Gemm": lower_linear,
     "MatMul": lower_linear,
     "Add": lower_add,
+    "LayerNormalization": lower_layer_norm,
     "Mul": lower_mul,
     "MaxPool": lower_max_pool,
     "AveragePool": lower_avg_pool,
