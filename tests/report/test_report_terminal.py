@@ -70,16 +70,15 @@ def test_comparison_table_has_one_row_per_backend_and_errors(evaluation):
             errors={"nnie": "cannot lower Softmax"},
         )
     )
-    # a row's first line names the backend (variant and counters continue on further lines)
+    # a row's first line names the backend (counters continue on further lines)
     firsts = [line.split("│")[1].strip() for line in out.splitlines() if line.startswith("│")]
     assert [n for n in firsts if n in ("xs3", "nvdla", "nnie")] == ["xs3", "nvdla", "nnie"]
-    assert "lib_nn" in firsts  # the header's variant under the backend name
     rows = [
         next(line for line in out.splitlines() if line.startswith(f"│ {b} "))
         for b in ("xs3", "nvdla", "nnie")
     ]
-    assert "-5.00 pp" in rows[0] and "+0.00 pp" in rows[1]
-    assert "softmax (-inf)" in rows[0] and "2/3" in rows[0] and "0.25 + 1.50" in rows[0]
+    assert "(-5.00)" in rows[0] and "(+0.00)" in rows[1] and "Δ pp" in out
+    assert "softmax" in rows[0] and "-inf" in rows[0] and "2/3" in rows[0]
     assert "error" in rows[2]
     assert "nnie: error: cannot lower Softmax" in [line.strip() for line in out.splitlines()]
 
@@ -89,7 +88,7 @@ def test_comparison_order_puts_named_backends_first(evaluation):
     out = _text(comparison_table([evaluation, other], order=["nvdla"]))
     firsts = [line.split("│")[1].strip() for line in out.splitlines() if line.startswith("│")]
     assert [n for n in firsts if n in ("xs3", "nvdla")] == ["nvdla", "xs3"]
-    assert "compile + run s" not in out  # no timings, no column
+    assert all(len(line) <= 100 for line in out.splitlines())
 
 
 def test_demo_tables_render_every_layer_and_counter(demo_evaluations):

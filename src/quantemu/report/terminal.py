@@ -26,7 +26,6 @@ from quantemu.report.formatting import (
     layer_kind,
     percent_text,
     sqnr_text,
-    variant_text,
 )
 from quantemu.simulate.evaluate import Evaluation
 
@@ -123,41 +122,44 @@ def comparison_table(
 ) -> Table:
     """One row per backend: accuracies, agreement, worst layer, counters.
 
-    ``timings``: backend -> (compile seconds, evaluation seconds), shown when given;
+    ``timings``: backend -> (compile seconds, evaluation seconds): accepted, not shown (the
+    status lines and the JSON give them; the table keeps to 100 columns);
     ``errors``: backend -> message, for backends that could not run (a row each, the messages
     below the table); ``order``: backend names in row order (default: evaluations, then errors).
     """
-    # Fits 100 columns: the accuracies never wrap or shrink; names and counters wrap instead
-    # (per-layer details: run --layers / demo --layers).
-    table = Table(title="float model vs each backend")
-    table.add_column("backend", max_width=18, overflow="fold")
-    table.add_column("float", justify="right", no_wrap=True)
-    table.add_column("top-1 (Δ)", justify="right", no_wrap=True)
+    # Fits 100 columns (80 with short counters): the float model's accuracy once in the title,
+    # accuracies never wrap, a long layer name is cut; variants, per-layer details and the
+    # compile/run split are in each backend's own tables (run --layers).
+    floats = {accuracy_text(ev.float_accuracy) for ev in evaluations}
+    same_float = len(floats) == 1
+    title = "float model vs each backend"
+    table = Table(title=title + (f" (float top-1 {floats.pop()})" if same_float else ""))
+    table.add_column("backend", no_wrap=True)
+    if not same_float:
+        table.add_column("float", justify="right", no_wrap=True)
+    table.add_column("top-1 (Δ pp)", justify="right", no_wrap=True)
     table.add_column("agree", justify="right", no_wrap=True)
-    table.add_column("worst layer (dB)", overflow="fold")
+    table.add_column("worst layer", max_width=14, overflow="ellipsis", no_wrap=True)
+    table.add_column("dB", justify="right", no_wrap=True)
     table.add_column("exact", justify="right", no_wrap=True)
-    table.add_column("counters", overflow="fold")
-    if timings:
-        table.add_column("compile + run s", justify="right", no_wrap=True, max_width=11)
+    table.add_column("counters ≠ 0", overflow="fold", min_width=12)
     rows: dict[str, list] = {}
     for ev in evaluations:
         (worst,) = ev.worst_layers(1) or [None]
-        variant = variant_text(ev.header)
+        delta = delta_text(ev.float_accuracy, ev.backend_accuracy).removesuffix(" pp")
         rows[ev.backend] = [
-            Text.assemble(ev.backend, ("\n" + variant, "dim") if variant else ""),
-            accuracy_text(ev.float_accuracy),
-            f"{accuracy_text(ev.backend_accuracy)} "
-            f"({delta_text(ev.float_accuracy, ev.backend_accuracy)})",
+            ev.backend,
+            *([] if same_float else [accuracy_text(ev.float_accuracy)]),
+            f"{accuracy_text(ev.backend_accuracy)} ({delta})",
             accuracy_text(ev.agreement),
-            "-" if worst is None else f"{worst.name} ({sqnr_text(worst.sqnr_db)})",
+            "-" if worst is None else worst.name,
+            "-" if worst is None else sqnr_text(worst.sqnr_db),
             f"{sum(s.exact for s in ev.layers)}/{len(ev.layers)}",
-            counters_text(ev.counter_totals(), zeros=True, sep="\n") or "none",
+            counters_text(ev.counter_totals(), zeros=False, sep="\n") or "none",
         ]
-        if timings:
-            compile_s, eval_s = timings.get(ev.backend, (float("nan"), float("nan")))
-            rows[ev.backend].append(f"{compile_s:.2f} + {eval_s:.2f}")
     for backend in errors or {}:
-        rows[backend] = [backend, Text("error", style="red"), *[""] * (5 + bool(timings))]
+        width = len(table.columns) - 2
+        rows[backend] = [backend, Text("error", style="red"), *[""] * width]
     for backend in [*(order or ()), *rows]:
         if backend in rows:
             table.add_row(*rows.pop(backend))
@@ -184,5 +186,5 @@ def print_comparison(evaluations: Sequence[Evaluation], console: Console | None 
     """Print :func:`comparison_table` (keyword arguments go to it)."""
     console = console or Console()
     table = comparison_table(evaluations, **kw)
-    table.width = min(100, console.width)  # wider consoles: the table still fits 100 columns
-    console.print(table)
+    # As wide as its contents, and never wider than 100 columns (or a narrower console).
+    console.print(table, width=min(100, console.width))
