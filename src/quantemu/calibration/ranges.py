@@ -133,20 +133,23 @@ class CalibrationRanges(Mapping[str, TensorRange]):
             )
         try:
             tensors = {
-                name: TensorRange(entry["min"], entry["max"], entry.get("axis"))
-                for name, entry in document["tensors"].items()
+                name: _range_entry(name, entry) for name, entry in document["tensors"].items()
             }
             return cls(
                 tensors=tensors,
                 observer=str(document["observer"]),
                 per_channel=bool(document.get("per_channel", False)),
-                options=dict(document.get("options", {})),
-                batches=int(document.get("batches", 0)),
-                samples=int(document.get("samples", 0)),
+                options=_options(document.get("options", {})),
+                batches=_count(document, "batches"),
+                samples=_count(document, "samples"),
                 model=str(document.get("model", "")),
             )
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise InvalidInputError(f"malformed ranges document: {exc!r}") from exc
+        except InvalidInputError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
+            raise InvalidInputError(
+                f"malformed ranges document: {exc!r}; write it with `quantemu calibrate --out`"
+            ) from exc
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> CalibrationRanges:
@@ -156,6 +159,57 @@ class CalibrationRanges(Mapping[str, TensorRange]):
                 document = json.load(source)
         except OSError as exc:
             raise InvalidInputError(f"cannot read ranges file {path}: {exc}") from exc
-        except json.JSONDecodeError as exc:
-            raise InvalidInputError(f"{path} is not JSON: {exc}") from exc
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise InvalidInputError(f"{path} is not a UTF-8 JSON ranges file: {exc}") from exc
         return cls.from_json(document)
+
+
+def _options(value: Any) -> dict[str, Any]:
+    # The document must save again as it loaded: plain JSON, finite numbers.
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(
+            f"ranges document: options {value!r} must hold plain JSON values ({exc})"
+        ) from exc
+    return dict(value)
+
+
+def _count(document: Mapping[str, Any], key: str) -> int:
+    value = document.get(key, 0)
+    if type(value) is not int or value < 0:
+        raise InvalidInputError(f"ranges document: {key!r} must be a count >= 0, got {value!r}")
+    return value
+
+
+def _range_entry(name: Any, entry: Any) -> TensorRange:
+    """One tensor's range, checked: finite, min <= max, and per-channel lists of one length."""
+    where = f"ranges document: tensor {name!r}"
+    if not isinstance(name, str) or not isinstance(entry, Mapping):
+        raise InvalidInputError(f"{where}: an entry must be an object with min, max and axis")
+    axis = entry.get("axis")
+    if axis is not None and (type(axis) is not int or axis < 0):
+        raise InvalidInputError(f"{where}: axis must be null or an integer >= 0, got {axis!r}")
+    bounds = []
+    for key in ("min", "max"):
+        value = entry.get(key)
+        shape_ok = isinstance(value, list) if axis is not None else _is_number(value)
+        if not shape_ok or (axis is not None and not all(map(_is_number, value))):
+            kind = "a non-empty list of numbers" if axis is not None else "a number"
+            raise InvalidInputError(f"{where}: {key} must be {kind} (axis {axis}), got {value!r}")
+        bounds.append(np.asarray(value, dtype=np.float64))
+    low, high = bounds
+    if low.shape != high.shape or low.size == 0:
+        raise InvalidInputError(
+            f"{where}: min has {low.size} values and max {high.size}; they must match (> 0)"
+        )
+    if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high)) and np.all(low <= high)):
+        raise InvalidInputError(
+            f"{where}: min {entry['min']!r} and max {entry['max']!r} must be finite with min <= "
+            "max; recalibrate with finite data"
+        )
+    return TensorRange(entry["min"], entry["max"], axis)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from quantemu.errors import InvalidInputError
+from quantemu.errors import InvalidInputError, QuantemuError
 from quantemu.graph.ir import Inputs, format_shape, install_float_executor
 from quantemu.graph.ops import spec
 
@@ -85,8 +85,26 @@ def iter_float(graph: Graph, inputs: Inputs) -> Iterator[tuple[Node, dict[str, n
 
 def run_node(node: Node, args: list[np.ndarray | None]) -> list[np.ndarray]:
     """Run one node's kernel on its input arrays."""
-    with np.errstate(all="ignore"):  # inf/nan propagate as in onnxruntime, without warnings
-        return list(spec(node.op_type, where=str(node)).run(node.attrs, args))
+    kernel = spec(node.op_type, where=str(node))
+    try:
+        with np.errstate(all="ignore"):  # inf/nan propagate as in onnxruntime, without warnings
+            return list(kernel.run(node.attrs, args))
+    except QuantemuError:
+        raise
+    except MemoryError as exc:  # NumPy raises it before allocating, so we can still report it
+        raise InvalidInputError(
+            f"{node} needs more memory than is available ({exc}); check the node's attributes "
+            "(pads, shapes) for implausible sizes, or run fewer samples at a time"
+        ) from exc
+    except (ValueError, IndexError, TypeError) as exc:
+        # Import-time inference checks every known dimension; what is left are dimensions the
+        # model leaves unknown ("?"), which the data fixed to sizes this node cannot take.
+        shapes = ", ".join(format_shape(a.shape) if a is not None else "-" for a in args)
+        raise InvalidInputError(
+            f"{node} cannot run on inputs of shapes {shapes} ({type(exc).__name__}: {exc}); "
+            "where the model leaves dimensions unknown ('?'), give inputs of the sizes it was "
+            "exported for, or fix the model's input shapes (--input-shape)"
+        ) from exc
 
 
 def _last_use(graph: Graph) -> dict[str, int]:

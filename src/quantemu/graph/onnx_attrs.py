@@ -184,6 +184,8 @@ def spatial_attrs(raw: RawNode, ctx: Context, kernel: tuple[int, ...], *, dilati
         raise InvalidInputError(
             f"{raw}: strides {strides}, dilations {dil} or pads {pads} do not fit a 2-D kernel"
         )
+    if min(kernel) < 1:
+        raise InvalidInputError(f"{raw}: kernel {kernel} must be at least 1x1")
     if min(strides) < 1 or min(dil) < 1 or min(pads) < 0:
         raise InvalidInputError(
             f"{raw}: strides {strides} and dilations {dil} must be >= 1 and pads {pads} >= 0"
@@ -220,6 +222,13 @@ def _kernel(raw: RawNode, ctx: Context, weight_index: int | None) -> tuple[int, 
     return tuple(int(d) for d in ctx.info(raw, weight_index).shape[2:])
 
 
+def _group(raw: RawNode) -> int:
+    group = int(raw.attrs.get("group", 1))
+    if group < 1:
+        raise InvalidInputError(f"{raw}: group {group} must be >= 1 (1 for a plain convolution)")
+    return group
+
+
 _CONV = {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}
 
 
@@ -227,7 +236,7 @@ _CONV = {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}
 def _conv(raw: RawNode, ctx: Context) -> Node:
     check_attrs(raw, _CONV)
     attrs = spatial_attrs(raw, ctx, _kernel(raw, ctx, 1))
-    attrs["group"] = int(raw.attrs.get("group", 1))
+    attrs["group"] = _group(raw)
     return make(raw, [n for n in raw.inputs[:3] if n], attrs)
 
 
@@ -237,7 +246,7 @@ def _conv_transpose(raw: RawNode, ctx: Context) -> Node:
     kernel = _kernel(raw, ctx, 1)
     explicit = {k: v for k, v in raw.attrs.items() if k != "auto_pad"}
     attrs = spatial_attrs(RawNode(**{**raw.__dict__, "attrs": explicit}), ctx, kernel)
-    attrs["group"] = int(raw.attrs.get("group", 1))
+    attrs["group"] = _group(raw)
     attrs["output_padding"] = _ints(raw, "output_padding", (0, 0))
     auto_pad = raw.attrs.get("auto_pad", "NOTSET")
     x = ctx.info(raw)

@@ -87,7 +87,10 @@ def _reduce_mean(raw: RawNode, ctx: Context) -> Node:
     if not axes and noop:
         return Node(raw.name, "Identity", raw.inputs[:1], raw.outputs[:1], {})
     axes = tuple(sorted({_axis(raw, int(a), rank) for a in axes})) or tuple(range(rank))
-    return make(raw, raw.inputs[:1], {"axes": axes, "keepdims": int(raw.attrs.get("keepdims", 1))})
+    keepdims = int(raw.attrs.get("keepdims", 1))
+    if keepdims not in (0, 1):  # onnxruntime keeps only for 1: other values are ambiguous
+        raise InvalidInputError(f"{raw}: keepdims {keepdims} must be 0 or 1")
+    return make(raw, raw.inputs[:1], {"axes": axes, "keepdims": keepdims})
 
 
 @normalizer("Dropout")

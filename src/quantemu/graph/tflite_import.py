@@ -198,7 +198,14 @@ class TfliteGraphBuilder:
         else:
             scale, zero, axis = np.float32(q.scale[0]), np.array(q.zero_point[0], t.dtype), None
             real = (values.astype(np.float64) - zero) * scale
-        self.initializers[name] = real.astype(np.float32)
+        with np.errstate(over="ignore"):
+            real = real.astype(np.float32)
+        if not np.all(np.isfinite(real)):
+            raise InvalidInputError(
+                f"tensor {index} ({t.name!r}) dequantizes beyond float32 (scales up to "
+                f"{np.max(q.scale)}); the file is corrupt, re-export the model"
+            )
+        self.initializers[name] = real
         self.overrides[name] = QuantOverride(scale, zero, axis, values, source="tflite")
         return name
 

@@ -212,14 +212,24 @@ def _tensor(model: Any, t: Any, index: int, buf: bytes) -> TfliteTensor:
     shape = tuple(int(d) for d in _ints(t.ShapeAsNumpy()))
     name = (t.Name() or b"").decode("utf-8", "replace") or f"tensor_{index}"
     return TfliteTensor(
-        index, name, shape, dtype, _quant(t.Quantization()), _data(model, t, dtype, shape, buf)
+        index,
+        name,
+        shape,
+        dtype,
+        _quant(t.Quantization(), index),
+        _data(model, t, dtype, shape, buf),
     )
 
 
-def _quant(q: Any) -> TfliteQuant | None:
+def _quant(q: Any, index: int) -> TfliteQuant | None:
     if q is None or q.ScaleLength() == 0:
         return None
     scale = np.asarray(q.ScaleAsNumpy(), np.float32).copy()
+    if not np.all(np.isfinite(scale)) or np.any(scale < 0):
+        raise InvalidInputError(
+            f"tensor {index}: quantization scales {scale[:8].tolist()} must be finite and >= 0; "
+            "the file is corrupt, re-export the model"
+        )
     zero = np.asarray(_ints(q.ZeroPointAsNumpy()), np.int64).copy()
     if zero.size == 0:
         zero = np.zeros(scale.shape, np.int64)
