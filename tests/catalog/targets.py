@@ -7,6 +7,7 @@ import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
 import quantemu
+from quantemu.backends.onednn.quantize import activation_qparams
 from quantemu.errors import InvalidInputError, UnsupportedError
 from tests.catalog.support import Bad, VectorRejected, _case_line, primitive, tmp, vector
 
@@ -113,6 +114,8 @@ PRIMITIVES = (
     Bad("onednn_reorder_type", "a reorder to a type int8 oneDNN does not produce",
         lambda: primitive("onednn", "reorder", attrs={"dst_dt": "f64"}), E,
         ("dst_dt = 'f64'", "'s8', 'u8'")),
+    Bad("onednn_range_overflow", "activations whose range is wider than float32 holds",
+        lambda: activation_qparams(-3e38, 3e38), E, ("wider than float32", "weights")),
     Bad("nnie_bits", "a bit width NNIE has no mode for",
         lambda: primitive("nnie", "log_quantize", attrs={"bits": 3}), U,
         ("bits=3", "8-bit and 16-bit")),

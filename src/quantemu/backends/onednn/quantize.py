@@ -54,7 +54,14 @@ def activation_qparams(x_min: float, x_max: float, *, reduce_range: bool = False
     qmin, qmax = 0, 127 if reduce_range else 255
     lo = np.minimum(lo_f, np.float32(0))
     hi = np.maximum(hi_f, np.float32(0))
-    scale = np.maximum((hi - lo) / f32(qmax - qmin), _EPS)
+    with np.errstate(over="ignore"):
+        span = hi - lo
+    if not np.isfinite(span):
+        raise InvalidInputError(
+            f"activation_qparams: the range [{x_min!r}, {x_max!r}] is wider than float32 holds "
+            "(the model's activations reach about 1e38: check its weights and the data's scale)"
+        )
+    scale = np.maximum(span / f32(qmax - qmin), _EPS)
     zero_point = min(max(qmin - int(np.round(lo / scale)), qmin), qmax)
     return float(scale), zero_point
 
