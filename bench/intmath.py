@@ -3,10 +3,11 @@
 Run: ``python bench/intmath.py`` (with quantemu installed, or ``PYTHONPATH=src``).
 
 Each primitive runs on 10**6-element arrays with realistic values (int32-range accumulators,
-16-bit scales, float activations) and is timed best-of-N, interleaved with a plain NumPy
-baseline of the same size in the same run. Ratios (baseline time / primitive time; 1.0 = as
-fast as the baseline) are printed rather than absolute times: this is about relative cost on
-whatever machine runs it. The target is >= 0.3 for every primitive.
+16-bit scales, float activations) and is timed in interleaved blocks with a plain NumPy
+baseline of the same size in the same run (``_timing.compare``: the ratio is taken per round,
+the median over rounds is printed, and the min-max of the main ratio). Ratios (baseline time /
+primitive time; 1.0 = as fast as the baseline) are printed rather than absolute times: this is
+about relative cost on whatever machine runs it. The target is >= 0.3 for every primitive.
 
 Baselines: the one plain NumPy operation each primitive cannot do without, on the same operands
 and with the same output type. ``np.right_shift(x, 7)`` for the rounding shifts, saturation and
@@ -27,7 +28,7 @@ import argparse
 
 import numpy as np
 
-from _timing import best_of, paired_best_of
+from _timing import compare, machine_record, paired
 from quantemu import intmath as im
 from quantemu.intmath import parallel
 
@@ -105,26 +106,35 @@ def _cases(size: int, shift: int, seed: int) -> list[tuple]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=10**6)
-    parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--shift", type=int, default=7)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--only", default="", help="run the primitives whose name contains this")
     args = parser.parse_args(argv)
     cases = [case for case in _cases(args.size, args.shift, args.seed) if args.only in case[0]]
+    for line in machine_record():
+        print(line)
     print(
-        f"quantemu.intmath, {args.size} elements, best of {args.repeat}, ratio = baseline time "
-        f"/ primitive time (target >= {TARGET}); {parallel.threads()} thread(s)"
+        f"quantemu.intmath, {args.size} elements, {args.rounds} interleaved rounds, ratio = "
+        f"baseline time / primitive time (target >= {TARGET}); {parallel.threads()} thread(s)"
     )
-    print(f"{'primitive':<52} {'baseline':<30} {'ratio':>6} {'1 thread':>9} {'1 pass':>7}")
+    print(
+        f"{'primitive':<52} {'baseline':<30} {'ratio':>6} {'min-max':>11} {'1 thread':>9} "
+        f"{'1 pass':>7}"
+    )
     below = []
     for name, fn, base_name, base, one_pass in cases:
-        tf, tb = paired_best_of(fn, base, args.repeat)
+        c = compare([fn, base, one_pass], args.rounds)
         with parallel.limit_threads(1):
-            t1, tb1 = paired_best_of(fn, base, args.repeat)
-        ratio = tb / tf
-        tp = best_of(one_pass, args.repeat)
+            c1 = paired(fn, base, args.rounds)
+        # baseline / primitive: the inverse of the paired ratio; the median commutes with 1/x
+        ratio, ratio1, pass_ratio = 1 / c.ratio(1), 1 / c1.ratio(), 1 / c.ratio(2)
+        lo, hi = (1 / r for r in reversed(c.spread(1)))
         flag = "" if ratio >= TARGET else "  < target"
-        print(f"{name:<52} {base_name:<30} {ratio:6.2f} {tb1 / t1:9.2f} {tp / tf:7.2f}{flag}")
+        print(
+            f"{name:<52} {base_name:<30} {ratio:6.2f} {lo:5.2f}-{hi:<5.2f} {ratio1:9.2f} "
+            f"{pass_ratio:7.2f}{flag}"
+        )
         if ratio < TARGET:
             below.append(name)
     if below:

@@ -1,8 +1,9 @@
 """Throughput of NNIE ``log_quantize`` as a ratio to ``np.log2`` on the same array, same run.
 
-Usage: ``PYTHONPATH=src python bench/nnie.py [--elements N] [--repeat R]``. The input is 4M
-float32 values, Gaussian (sigma 1) with a quarter of them zeroed (ReLU-like), clip 3.7. Each
-timing is the best of R runs. The target is a ratio of at most 4.
+Usage: ``PYTHONPATH=src python bench/nnie.py [--elements N] [--rounds R]``. The input is 4M
+float32 values, Gaussian (sigma 1) with a quarter of them zeroed (ReLU-like), clip 3.7. The
+four functions run in interleaved blocks for R rounds (``_timing.compare``); ratios are paired
+per round, reported as the median with its spread. The target is a ratio of at most 4.
 
 Caveat printed with the result: ``np.log2`` on float32 has a SIMD fast path that NumPy takes
 only when no element is zero, negative or special; on this signed array it takes the slow
@@ -15,14 +16,14 @@ import argparse
 
 import numpy as np
 
-from _timing import best_of
+from _timing import compare, machine_record
 from quantemu.backends.nnie import log_dequantize, log_quantize
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--elements", type=int, default=4 << 20)
-    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     x = rng.standard_normal(args.elements).astype(np.float32)
@@ -31,21 +32,29 @@ def main() -> None:
     codes, _ = log_quantize(x, clip)  # warm the per-clip tables
     positive = np.abs(x) + np.float32(1.0)  # same size, no zero/negative/special values
     with np.errstate(divide="ignore", invalid="ignore"):
-        t_log2 = best_of(lambda: np.log2(x), args.repeat)
-    t_log2_fast = best_of(lambda: np.log2(positive), args.repeat)
-    t_quant = best_of(lambda: log_quantize(x, clip), args.repeat)
-    t_deq = best_of(lambda: log_dequantize(codes, clip), args.repeat)
+        c = compare(
+            [
+                lambda: log_quantize(x, clip),
+                lambda: np.log2(x),
+                lambda: np.log2(positive),
+                lambda: log_dequantize(codes, clip),
+            ],
+            args.rounds,
+        )
+    t_quant, t_log2, t_log2_fast, t_deq = (c.median_time(i) for i in range(4))
     n = args.elements / 1e6
-    print(f"elements: {args.elements} float32, clip {clip}, best of {args.repeat}")
+    for line in machine_record():
+        print(line)
+    print(f"elements: {args.elements} float32, clip {clip}, median per-call times")
     print(f"np.log2 (float32):      {t_log2 * 1e3:8.2f} ms  {n / t_log2:8.1f} M elem/s")
     print(f"log_quantize (codes+y): {t_quant * 1e3:8.2f} ms  {n / t_quant:8.1f} M elem/s")
     print(f"log_dequantize:         {t_deq * 1e3:8.2f} ms  {n / t_deq:8.1f} M elem/s")
-    print(f"ratio log_quantize / np.log2 = {t_quant / t_log2:.2f} (target <= 4)")
+    print(f"log_quantize / np.log2: {c.summary(1)} (target <= 4)")
     # NumPy's SIMD float32 log2 is only used when no element gives -inf or NaN; on the signed
     # array above it falls back to a slower loop. For honesty, the ratio to that fast path too:
     print(
         f"for reference, np.log2 on positive values only (SIMD fast path): "
-        f"{t_log2_fast * 1e3:.2f} ms; log_quantize / that = {t_quant / t_log2_fast:.1f}"
+        f"{t_log2_fast * 1e3:.2f} ms; log_quantize / that: {c.summary(2)}"
     )
 
 

@@ -11,9 +11,10 @@ Run: ``python bench/nvdla.py`` (with quantemu installed, or ``PYTHONPATH=src``).
 * ``cacc``: 32 partial-sum steps for 10**6 INT16 lanes in 48 bits. Baseline: ``sum`` over the
   steps plus a shift and clip.
 
-Timings are best-of-N, interleaved with the baseline in the same run; printed as quantemu time /
-baseline time (1.0 = as fast as NumPy doing the same arithmetic in floats, without the exact
-rounding, saturation order and counters). The target is <= 10 for every row.
+Timings come from interleaved blocks with the baseline in the same run (``_timing.compare``);
+printed as the median over rounds of quantemu time / baseline time, with its spread (1.0 = as
+fast as NumPy doing the same arithmetic in floats, without the exact rounding, saturation order
+and counters). The target is <= 10 for every row.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import argparse
 
 import numpy as np
 
-from _timing import paired_best_of
+from _timing import machine_record, paired
 from quantemu.backends.nvdla import CaccRegisters, SdpRegisters, cacc, pdp_avg, sdp
 from quantemu.backends.nvdla.lut_program import sigmoid_lut
 from quantemu.backends.nvdla.quantize import program_pdp
@@ -80,7 +81,7 @@ def _cacc_case(n: int, rng):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=10**6)
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args(argv)
     rng = np.random.default_rng(0)
     rows = [
@@ -89,12 +90,14 @@ def main(argv=None) -> int:
         ("cacc", *_cacc_case(args.size, rng)),
     ]
     worst = 0.0
-    print(f"{'case':<10} {'quantemu ms':>12} {'numpy ms':>10} {'ratio':>7}")
+    for line in machine_record():
+        print(line)
+    print(f"{'case':<10} {'quantemu ms':>12} {'numpy ms':>10}  median paired ratio")
     for name, fn, base in rows:
-        tf, tb = paired_best_of(fn, base, args.repeat)
-        ratio = tf / tb
-        worst = max(worst, ratio)
-        print(f"{name:<10} {tf * 1e3:12.1f} {tb * 1e3:10.1f} {ratio:7.2f}")
+        c = paired(fn, base, args.rounds)
+        worst = max(worst, c.ratio())
+        tf, tb = c.median_time(0), c.median_time(1)
+        print(f"{name:<10} {tf * 1e3:12.1f} {tb * 1e3:10.1f}  {c.summary()}")
     print(f"worst ratio {worst:.2f} (target <= {TARGET})")
     return 0 if worst <= TARGET else 1
 

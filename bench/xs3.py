@@ -2,9 +2,10 @@
 
 56x56x64 int8 input, 3x3 window with one pixel of zero-point padding on every side (stride 1,
 56x56 output), 64 output channels, BSO from the XMOS converter rules (``xs3.derive_bso``).
-Both are timed in the same run; the ratio emulation / baseline is printed (target <= 3).
+Both are timed in the same run in interleaved blocks (``_timing.compare``); the median paired
+ratio emulation / baseline is printed with its spread (target <= 3).
 
-    PYTHONPATH=src python bench/xs3.py [--repeat N]
+    PYTHONPATH=src python bench/xs3.py [--rounds N]
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import argparse
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from _timing import best_of
+from _timing import machine_record, paired
 from quantemu.backends import xs3
 
 H = W = 56
@@ -52,19 +53,20 @@ def baseline(x: np.ndarray, k: np.ndarray) -> np.ndarray:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args()
     x, k, bso, params = make_case()
     result = xs3.conv2d_deep(x, k, bso, params)  # warm-up, and a sanity check below
     acc_check = baseline(x, k).reshape(H, W, C_OUT).astype(np.int64)
     bias = xs3.unpack_bso(bso, C_OUT).bias
     assert np.array_equal(result.acc, acc_check + bias), "accumulators differ from the baseline"
-    t_emu = best_of(lambda: xs3.conv2d_deep(x, k, bso, params), args.repeat)
-    t_base = best_of(lambda: baseline(x, k), args.repeat)
-    print(f"xs3 conv2d_deep {H}x{W}x{C_IN} -> {C_OUT}, {K}x{K}, pad 1 (best of {args.repeat})")
-    print(f"  emulation (bit-exact, host_reference): {t_emu * 1e3:8.2f} ms")
-    print(f"  float64 im2col + matmul baseline:      {t_base * 1e3:8.2f} ms")
-    print(f"  ratio: {t_emu / t_base:.2f}x (target <= 3x)")
+    c = paired(lambda: xs3.conv2d_deep(x, k, bso, params), lambda: baseline(x, k), args.rounds)
+    for line in machine_record():
+        print(line)
+    print(f"xs3 conv2d_deep {H}x{W}x{C_IN} -> {C_OUT}, {K}x{K}, pad 1")
+    print(f"  emulation (bit-exact, host_reference): {c.median_time(0) * 1e3:8.2f} ms")
+    print(f"  float64 im2col + matmul baseline:      {c.median_time(1) * 1e3:8.2f} ms")
+    print(f"  {c.summary()} (target <= 3x)")
     print(f"  outputs saturated at the int8 rails: {result.output_saturated}")
 
 

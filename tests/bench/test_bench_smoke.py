@@ -1,0 +1,67 @@
+"""Smoke tests of bench/: the timing harness returns well-formed numbers, the scripts parse.
+
+No timing is asserted here (issue 17: timings never go in tests); ``bench/simulate.py`` and
+the other scripts are where speed is measured.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+sys.path.insert(0, str(BENCH))
+
+import _timing  # noqa: E402 (bench/ is a script directory, not a package)
+
+
+def test_compare_is_well_formed():
+    calls = [0, 0]
+
+    def a():
+        calls[0] += 1
+
+    def b():
+        calls[1] += 1
+
+    c = _timing.compare([a, b], 3, min_calls=3, min_seconds=0.0, names=("a", "b"))
+    assert c.names == ("a", "b")
+    assert [len(t) for t in c.times] == [3, 3]
+    assert all(n >= 9 for n in c.calls)
+    assert calls[0] == c.calls[0] + 3  # one untimed warm-up call per block
+    values = [*c.ratios(), c.ratio(), *c.spread(), *c.quartiles(), c.median_time(1)]
+    assert all(math.isfinite(v) and v > 0 for v in values)
+    lo, hi = c.spread()
+    assert lo <= c.ratio() <= hi
+    assert "3 rounds" in c.summary()
+
+
+def test_compare_rejects_one_engine():
+    with pytest.raises(ValueError, match="2\\+ engines"):
+        _timing.compare([lambda: None], 3)
+
+
+def test_machine_record_and_blas_threads():
+    lines = _timing.machine_record()
+    assert lines and all(isinstance(line, str) and line for line in lines)
+    assert any("thread env" in line for line in lines)
+    with _timing.blas_threads(1) as how:
+        assert isinstance(how, str)
+
+
+def test_simulate_parses_quick():
+    pytest.importorskip("onnx")
+    # loaded by path under its own name: "simulate" alone could resolve to another module
+    spec = importlib.util.spec_from_file_location("bench_simulate", BENCH / "simulate.py")
+    simulate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(simulate)
+
+    args = simulate._parser().parse_args(["--quick", "--batch", "16"])
+    assert args.quick and args.batch == 16
+    with pytest.raises(SystemExit) as exit_info:
+        simulate.main(["--quick", "--help"])
+    assert exit_info.value.code == 0
