@@ -117,19 +117,21 @@ class TorchU8Encoding(LinearEncoding):
         )
 
 
-def add_scalar_positions(shape: tuple[int, ...], threads: int) -> np.ndarray:
+def add_scalar_positions(
+    shape: tuple[int, ...], threads: int, *, block: int = ADD_BLOCK
+) -> np.ndarray:
     """Flat NCHW indices of the elements the quantized add computes in its scalar tail.
 
     TensorIterator walks the flat memory order (channels-last for 4-D tensors) in ranges: one
     range below ``GRAIN_SIZE`` elements or on one thread, else ``min(threads, ceil(n/grain))``
-    ranges of ``ceil(n/ranges)`` elements; each range runs blocks of ``ADD_BLOCK`` elements
-    vectorised and its last ``len % ADD_BLOCK`` elements in the scalar loop.
+    ranges of ``ceil(n/ranges)`` elements; each range runs blocks of ``block`` elements
+    vectorised and its last ``len % block`` elements in the scalar loop.
     """
     n = int(np.prod(shape))
     ranges = 1 if n < GRAIN_SIZE or threads == 1 else min(threads, -(-n // GRAIN_SIZE))
     chunk = -(-n // ranges)
     tails = [
-        np.arange(start + (stop - start) // ADD_BLOCK * ADD_BLOCK, stop)
+        np.arange(start + (stop - start) // block * block, stop)
         for start, stop in ((s, min(s + chunk, n)) for s in range(0, n, chunk))
     ]
     memory = np.concatenate(tails)  # positions in memory order

@@ -263,3 +263,45 @@ def layer_norm(
             codes.append(min(max(r, 0), 255))
         out.append(codes)
     return out
+
+
+def _hard(x: np.float32, swish: bool) -> np.float32:
+    """``min(max(x ⊕ 3, 0), 6) ⊘ 6``, times ``x`` first for hardswish (binary32 steps)."""
+    f = np.float32
+    t = min(max(x + f(3), f(0)), f(6))
+    return (x * t) / f(6) if swish else t / f(6)
+
+
+def hard_activation(
+    codes: list[int], *, xq: tuple[float, int], yq: tuple[float, int], swish: bool
+) -> list[int]:
+    """``quantized::hardswish`` (``swish``) or ``hardsigmoid`` of codes listed in memory order,
+    one thread: the first ``len // 64 * 64`` codes take the vector body (``fma`` dequantize,
+    ``rne(y ⊗ inv) + zp``), the rest the scalar tail (``s ⊗ (q − z)``, ``rne(zp ⊕ y ⊗ inv)``)."""
+    f = np.float32
+    (xs, xz), (ys, yz) = (f(xq[0]), int(xq[1])), yq
+    inv = f(1.0 / float(f(ys)))
+    body, out = len(codes) // 64 * 64, []
+    for j, q in enumerate(codes):
+        if j < body:
+            y = _hard(fma32(xs, f(q), xs * f(-xz)), swish)
+            r = round(float(y * inv)) + int(yz)
+        else:
+            y = _hard(xs * f(q - xz), swish)
+            r = round(float(f(yz) + y * inv))
+        out.append(min(max(r, 0), 255))
+    return out
+
+
+def quantized_mul(
+    a: list[int], b: list[int], *, aq: tuple[float, int], bq: tuple[float, int], yq
+) -> list[int]:
+    """``quantized::mul`` of two equally long code lists (broadcast beforehand): the integer
+    product ``(a − za)(b − zb)``, ``rne(f32(c) ⊗ m) + zo``, ``m = (sa ⊗ sb) ⊗ rr(so)``."""
+    f = np.float32
+    m = (f(aq[0]) * f(bq[0])) * (f(1) / f(yq[0]))
+    out = []
+    for qa, qb in zip(a, b, strict=True):
+        c = (qa - int(aq[1])) * (qb - int(bq[1]))
+        out.append(min(max(round(float(f(c) * m)) + int(yq[1]), 0), 255))
+    return out

@@ -1,6 +1,7 @@
 """Add of two activations -> PyTorch's ``quantized::add`` / ``add_relu``: ATen's binary32 kernel
 (see :mod:`..aten`), whose vector body and scalar tails round differently. Mul by a constant
-scalar -> ``quantized::mul`` (Scalar): ATen moves the factor into the output's qparams."""
+scalar -> ``quantized::mul`` (Scalar): ATen moves the factor into the output's qparams; Mul of
+two activations -> ``quantized::mul`` (:mod:`.hard`)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from quantemu.backends.onednn.lower.context import (
     mul_scalar_encoding,
     scalar_factor,
 )
+from quantemu.backends.onednn.lower.hard import QMulLayer, lower_mul_activations
 from quantemu.graph.ir import Node
 from quantemu.program import LayerOutput, QTensor
 from quantemu.program.lowering import NotLowerable
@@ -90,9 +92,12 @@ class QMulScalarLayer(U8Layer):
         return LayerOutput(QTensor(y, self.encoding), {})
 
 
-def lower_mul(ctx: Context, node: Node) -> QMulScalarLayer:
-    """Mul of an activation by a constant scalar -> ``quantized::mul`` (Scalar)."""
+def lower_mul(ctx: Context, node: Node) -> QMulScalarLayer | QMulLayer:
+    """Mul of an activation by a constant scalar -> ``quantized::mul`` (Scalar); of two
+    activations -> ``quantized::mul`` (:mod:`.hard`)."""
     factor = scalar_factor(ctx.graph, node)
+    if factor is None and not any(i in ctx.graph.initializers for i in node.inputs):
+        return lower_mul_activations(ctx, node)
     if factor is None:
         raise NotLowerable("not a product of one activation and a constant scalar")
     x, c = factor

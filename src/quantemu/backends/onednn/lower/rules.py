@@ -8,6 +8,7 @@ from quantemu.backends.onednn.lower.context import Context
 from quantemu.backends.onednn.lower.conv import lower_conv
 from quantemu.backends.onednn.lower.elementwise import lower_add, lower_mul
 from quantemu.backends.onednn.lower.fallback import lower_fallback
+from quantemu.backends.onednn.lower.hard import lower_hardsigmoid, lower_hardswish
 from quantemu.backends.onednn.lower.layout import lower_reshape
 from quantemu.backends.onednn.lower.linear import lower_linear
 from quantemu.backends.onednn.lower.norm import lower_layer_norm
@@ -32,6 +33,8 @@ _RULES = {
     "AveragePool": lower_avg_pool,
     "GlobalAveragePool": lower_global_avg_pool,
     "Relu": lower_clamp,
+    "HardSwish": lower_hardswish,
+    "HardSigmoid": lower_hardsigmoid,
     "Clip": lower_clamp,
     "Flatten": lower_reshape,
     "Reshape": lower_reshape,
