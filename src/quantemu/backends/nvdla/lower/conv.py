@@ -59,6 +59,7 @@ class ConvLayer(Layer):
     dense: bool  # Gemm: (N, K) in, (N, M) out
     needs_cacc: bool  # the int32 saturation can engage (B >= 2^31): sum through cacc()
     stages: tuple[SdpStage, ...]
+    acc_bound: int = INT32_LIMIT  # |acc| <= acc_bound: B from the weights, or int32 (CACC)
     # The GEMM's left operand (g, M/g, K/g) in the float type of the exactness bound, once.
     _kernel: np.ndarray = field(init=False, repr=False, compare=False)
 
@@ -81,7 +82,8 @@ class ConvLayer(Layer):
             acc, sat = r.y.astype(np.int64), r.SAT_COUNT
         else:
             acc, sat = self._accumulate(x), 0  # |acc| <= B < 2^31: no CACC saturation
-        y, results = run_stages(self.stages, acc)
+        bound = min(self.acc_bound, INT32_LIMIT - 1)  # CACC saturates to int32 when B >= 2^31
+        y, results = run_stages(self.stages, acc, bound=(-bound - self.needs_cacc, bound))
         if self.dense:
             y, acc = y.reshape(y.shape[0], -1), acc.reshape(acc.shape[0], -1)
         counters = {"acc_saturated": sat, **sdp_counters(results)}
@@ -288,4 +290,5 @@ def lower_conv(ctx: NvdlaContext, node: Node) -> ConvLayer:
     return ctx.layer(ConvLayer, node, op="cacc+sdp" + ("(fc)" if dense else ""),
                      inputs=node.inputs[:1], note=note, encoding=enc,
                      weights=q, attrs=attrs,
-                     dense=dense, needs_cacc=needs_cacc, stages=tuple(stages))  # fmt: skip
+                     dense=dense, needs_cacc=needs_cacc, stages=tuple(stages),
+                     acc_bound=bound)  # fmt: skip

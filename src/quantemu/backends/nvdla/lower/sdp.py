@@ -22,6 +22,7 @@ from quantemu.backends.nvdla.lut_program import LutProgram
 from quantemu.backends.nvdla.quantize import ScaleSplit, split_scale
 from quantemu.backends.nvdla.registers import AluAlgo, OperandSource, SdpRegisters
 from quantemu.backends.nvdla.sdp import SdpResult, sdp
+from quantemu.backends.nvdla.sdp_fast import Fallback, SdpPlan
 from quantemu.errors import UnsupportedError
 from quantemu.graph.ir import Node
 from quantemu.intmath import float64_round_half_away_add_truncate
@@ -37,20 +38,35 @@ class SdpStage:
     regs: SdpRegisters
     channel_operands: Mapping[str, np.ndarray] = field(default_factory=dict)
     lut: LutProgram | None = None
+    # Registers decoded and operands prepared once, for the fused run (sdp_fast).
+    _plan: SdpPlan = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         ops = {k: np.asarray(v, dtype=np.int16) for k, v in self.channel_operands.items()}
         for v in ops.values():
             v.setflags(write=False)
         object.__setattr__(self, "channel_operands", MappingProxyType(ops))
+        object.__setattr__(self, "_plan", SdpPlan.build(self.regs, ops))
 
-    def run(self, x: np.ndarray, element_operands: Mapping[str, np.ndarray] | None = None):
+    def run(
+        self,
+        x: np.ndarray,
+        element_operands: Mapping[str, np.ndarray] | None = None,
+        bound: tuple[int, int] | None = None,
+    ):
         """Run the pass on ``x`` (``[N, C, ...]`` int values); returns the :class:`SdpResult`.
 
         Per-channel operands are shaped ``(1, C, 1, ...)``, which :func:`sdp` broadcasts over
         the batch and the plane (the SDP reads them once per channel); ``element_operands``
-        have ``x``'s shape (or broadcast to it).
+        have ``x``'s shape (or broadcast to it). ``bound`` = ``(lo, hi)``, when given, must hold
+        every value of ``x`` (the caller proves it); the fused path then skips the range scan.
+        Results are :func:`sdp`'s exactly: what the fused path does not cover runs :func:`sdp`.
         """
+        x = np.asarray(x)
+        try:
+            return self._plan.run(x, element_operands or {}, bound)
+        except Fallback:
+            pass
         ndim = np.ndim(x)
         operands = {
             name: v.reshape((1, -1) + (1,) * (ndim - 2))
@@ -77,11 +93,15 @@ class SdpLayer(Layer):
         return LayerOutput(QTensor(y.astype(np.int8), self.encoding), counters)
 
 
-def run_stages(stages: Sequence[SdpStage], x: np.ndarray) -> tuple[np.ndarray, list[SdpResult]]:
-    """Run ``stages`` one after the other (the output of one is the int8 input of the next)."""
+def run_stages(
+    stages: Sequence[SdpStage], x: np.ndarray, bound: tuple[int, int] | None = None
+) -> tuple[np.ndarray, list[SdpResult]]:
+    """Run ``stages`` one after the other (the output of one is the int8 input of the next);
+    ``bound`` holds every value of ``x`` (see :meth:`SdpStage.run`)."""
     results = []
     for stage in stages:
-        r = stage.run(x)
+        r = stage.run(x, bound=bound)
+        bound = None
         results.append(r)
         x = r.y
     return x, results
