@@ -14,8 +14,16 @@ import weakref
 import numpy as np
 
 from quantemu.errors import InvalidInputError
+from quantemu.intmath.int8_engine import (
+    MIN_MACS,
+    GemmEngine,
+    default_engine,
+    int8_plan,
+    run,
+    zero_point,
+)
 
-__all__ = ["ArrayCache", "matmul_exact"]
+__all__ = ["ArrayCache", "GemmEngine", "matmul_exact"]
 
 F32_EXACT = 2**24  # float32 holds every integer of magnitude <= 2**24
 F64_EXACT = 2**53  # float64: every integer of magnitude <= 2**53
@@ -208,7 +216,38 @@ def _as_python_ints(x: np.ndarray) -> np.ndarray:
     return np.frompyfunc(int, 1, 1)(x).astype(object)
 
 
-def matmul_exact(a, b, *, a_max: int | None = None, b_max: int | None = None):
+def _int8_product(a: np.ndarray, b: np.ndarray, a_max: int | None, engine, shape: tuple):
+    """``a @ b`` by the int8 engine, or None where its plan cannot prove it exact (see
+    :mod:`~quantemu.intmath.int8_engine`). Only for frozen 2-D weights ``b`` (or ``(1, K, N)``):
+    the engine's state is built once per weight matrix (``engine``: a GemmEngine or None)."""
+    if engine is None:
+        # The default skips GEMMs too small to gain, and an ``a`` read across its rows (a
+        # transposed view): converting that to u8 rows is a strided gather that costs more
+        # than the float GEMM, which reads it in place (measured on NVDLA's im2col columns).
+        if a.size // a.shape[-1] * b.size < MIN_MACS or a.strides[-1] != a.itemsize:
+            return None
+        engine = default_engine()
+    if b.ndim > 2 and b.size == b.shape[-2] * b.shape[-1]:  # one group: (1, K, N), say
+        b = b.reshape(b.shape[-2:])
+    if engine is GemmEngine.NUMPY or b.ndim != 2 or a.dtype.kind not in "iuf":
+        return None
+    if a_max is not None and a_max > 255:
+        return None
+    if _frozen_owner(b) is None:
+        return None
+    plan = _PLANS.get(b, ("int8", engine), lambda: int8_plan(b, engine))
+    z = None if plan is None else zero_point(a, a_max)
+    return None if z is None else run(plan, a, z).reshape(shape)
+
+
+def matmul_exact(
+    a,
+    b,
+    *,
+    a_max: int | None = None,
+    b_max: int | None = None,
+    engine: GemmEngine | None = None,
+):
     """The exact integer product ``a @ b`` (NumPy ``matmul`` broadcasting of batch axes).
 
     Formula on ℤ: ``out[..., m, n] = sum_k a[..., m, k] * b[..., k, n]``.
@@ -236,6 +275,13 @@ def matmul_exact(a, b, *, a_max: int | None = None, b_max: int | None = None):
 
     What depends on ``b`` alone is cached for a read-only ``b`` that owns its data (weights).
 
+    ``engine``: who computes it (:class:`GemmEngine`); None picks
+    :func:`~quantemu.intmath.int8_engine.default_engine` (``ORT`` where onnxruntime is installed
+    and self-checked, else ``NUMPY``). The int8 engine takes frozen 2-D s8 weights ``b`` without
+    ``b_max``, when its own bound proves the s32 accumulator exact and ``a`` fits u8 with a zero
+    point; everything else takes the path above. The default engine also leaves to ``NUMPY``
+    GEMMs under ``MIN_MACS`` multiply-adds and an ``a`` whose rows are not contiguous.
+
     Mirrors: no instruction; it is the exact sum of products that wide accumulators (XS3
     ``VLMACCR`` before saturation, oneDNN VNNI/AMX ``s32``, NVDLA CACC) hold.
 
@@ -254,6 +300,10 @@ def matmul_exact(a, b, *, a_max: int | None = None, b_max: int | None = None):
     a_mag = 0 if a.size == 0 or b.size == 0 else _magnitude(a, a_max)
     if a_mag == 0:
         return np.zeros(shape, dtype=np.int64)
+    if b_max is None:
+        fast = _int8_product(a, b, a_max, engine, shape)
+        if fast is not None:
+            return fast
     bound, ftype, runs = _plan(b, a_mag, b_max)
     if bound == 0:
         return np.zeros(shape, dtype=np.int64)
