@@ -13,6 +13,7 @@ import numpy as np
 
 from quantemu.backends.xs3.xformer.compiled import XcConv2dV2, XcPad
 from quantemu.backends.xs3.xformer.mul import XcMulParams, xc_mul_host
+from quantemu.backends.xs3.xformer.ot_fused import plan_ot, run_fused
 from quantemu.backends.xs3.xformer.output_transform import OtKind
 from quantemu.backends.xs3.xformer.runtime import VlashrRounding, ot_channelwise, ot_group
 from quantemu.intmath import (
@@ -61,11 +62,36 @@ class XcConvCompiledLayer(CompiledLayer):
     params: XcConv2dV2
     rounding: VlashrRounding
 
+    def __post_init__(self) -> None:
+        """The weight-only state, derived once (not a field): the frozen GEMM matrix, and the
+        fused OT planned from the per-channel bound ``|acc[c]| <= 128 * sum_k |w[c, k]|``."""
+        p = self.params
+        rows = np.asarray(p.rows(), np.int64)
+        gemm = None
+        if not p.kernel_type.depthwise:  # an owning read-only copy: matmul_exact caches on it
+            gemm = p.weights.reshape(p.weights.shape[0], -1).T.astype(np.int8, copy=True)
+            gemm.setflags(write=False)
+        group = p.ot_kind is OtKind.GROUP
+        shift = np.full(p.mul.shape, max(p.initial_shr, 0)) if group else p.shift
+        plan = plan_ot(
+            shift,
+            p.mul,
+            p.bias,
+            initial_left=max(-p.initial_shr, 0) if group else 0,
+            final_shr=p.final_shr,
+            acc_bound=128 * np.abs(rows).sum(axis=1),
+            rounding=self.rounding,
+        )
+        object.__setattr__(self, "_gemm", gemm)
+        object.__setattr__(self, "_plan", plan)
+
     def compute(self, inputs: list[QTensor]) -> LayerOutput:
-        """Exact sums (int64), then lib_nn's OT on channels-last accumulators."""
+        """Exact sums, then lib_nn's OT on channels-last accumulators (fused where proved)."""
         p = self.params
         x = _per_sample(inputs[0].codes, p.input_shape[1:])  # an FC sees (1, 1, C_in)
-        acc = conv_sums(x, p)
+        acc = conv_sums(x, p, self._gemm)
+        if self._plan is not None:
+            return self._out(run_fused(self._plan, acc))
         if p.ot_kind is OtKind.GROUP:
             y = ot_group(acc, p.mul, p.bias, p.initial_shr, p.final_shr, rounding=self.rounding)
         else:
@@ -73,10 +99,11 @@ class XcConvCompiledLayer(CompiledLayer):
         return self._out(y)
 
 
-def conv_sums(x: np.ndarray, p: XcConv2dV2) -> np.ndarray:
-    """``acc[n, oh, ow, c]``: the exact sums of the NHWC int8 ``x`` over ``p``'s windows."""
+def conv_sums(x: np.ndarray, p: XcConv2dV2, gemm: np.ndarray | None = None) -> np.ndarray:
+    """``acc[n, oh, ow, c]``: the exact sums of the NHWC int8 ``x`` over ``p``'s windows
+    (``gemm``: the weights as a frozen ``(K, C_out)`` matrix, if the caller keeps one)."""
     win = sliding_windows(
-        x.astype(np.int16),
+        np.asarray(x, np.int8),
         p.kernel,
         strides=p.stride,
         dilations=p.dilation,
@@ -93,8 +120,9 @@ def conv_sums(x: np.ndarray, p: XcConv2dV2) -> np.ndarray:
                 acc += win[..., r, s] * w[r, s]
         return acc
     cols = win.transpose(0, 1, 2, 4, 5, 3).reshape(n * oh * ow, kh * kw * c)
-    rows = p.weights.reshape(p.weights.shape[0], -1)  # OHWI, as the columns
-    return matmul_exact(cols, rows.T, a_max=128).reshape(n, oh, ow, -1)
+    if gemm is None:
+        gemm = p.weights.reshape(p.weights.shape[0], -1).T  # OHWI, as the columns
+    return matmul_exact(cols, gemm, a_max=128).reshape(n, oh, ow, -1)
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)

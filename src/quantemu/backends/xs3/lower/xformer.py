@@ -23,11 +23,12 @@ import numpy as np
 
 from quantemu.backends.tflite.lower import rules as tflite_rules
 from quantemu.backends.tflite.lower.context import TfliteContext
-from quantemu.backends.xs3.lower import xformer_fuse, xformer_ops
+from quantemu.backends.xs3.lower import xformer_cols, xformer_fuse, xformer_ops
 from quantemu.backends.xs3.lower.compiled import lower_compiled
 from quantemu.backends.xs3.lower.xformer_mul import lower_xc_mul
 from quantemu.backends.xs3.lower.xformer_softmax import lower_xc_softmax
 from quantemu.backends.xs3.xformer.lookup import lookup8, lookup_table_int8
+from quantemu.backends.xs3.xformer.ot_fused import plan_ot, run_fused
 from quantemu.backends.xs3.xformer.output_transform import (
     DEFAULT_ERR_THRESHOLD,
     OtKind,
@@ -58,19 +59,36 @@ class XcConv2dLayer(Layer):
     table: np.ndarray | None  # the split-out XC_lookup, if any
     encoding: LinearEncoding
 
+    def __post_init__(self) -> None:
+        """What depends only on the weights, derived once: the GEMM's frozen (K, O) matrix, the
+        per-channel accumulator bound and the fused OT plan (not fields: the layer's
+        description is unchanged)."""
+        w = self.weights
+        rows = np.abs(w.reshape(w.shape[0], -1).astype(np.int64)).sum(axis=1)
+        bound = rows * 128  # |acc[c]| <= sum_k |w[c, k]| * 128 for int8 inputs
+        if self.depthwise:
+            gemm = np.ascontiguousarray(w[:, 0], np.int32)  # int32 products, bound checked
+        else:
+            gemm = xformer_cols.gemm_weights(w)
+        gemm.setflags(write=False)
+        ot = self.ot
+        if ot.kind is OtKind.GROUP:
+            shift, left = np.full(ot.mul.shape, max(ot.initial_shr, 0)), max(-ot.initial_shr, 0)
+        else:
+            shift, left = ot.shift, 0
+        plan = plan_ot(shift, ot.mul, ot.bias, initial_left=left, final_shr=ot.final_shr,
+                       acc_bound=bound, rounding=self.rounding)  # fmt: skip
+        object.__setattr__(self, "_gemm", gemm)
+        object.__setattr__(self, "_acc_max", int(bound.max(initial=0)))
+        object.__setattr__(self, "_plan", plan)
+
     def compute(self, inputs: list[QTensor]) -> LayerOutput:
         """Sums, then the group or channelwise output transform on channels-last values."""
         x = inputs[0].codes
         if x.ndim == 2:  # a fully connected layer: a 1x1 conv on (N, I, 1, 1)
             x = x[:, :, None, None]
-        acc = self._sums(x).transpose(0, 2, 3, 1)  # (N, OH, OW, C)
-        ot = self.ot
-        # |acc| <= taps * 128 * 128: SAT32 can only strike beyond 131072 taps per output
-        flags = {"rounding": self.rounding, "acc_bound": self.taps * 128 * 128}
-        if ot.kind is OtKind.GROUP:
-            y = ot_group(acc, ot.mul, ot.bias, ot.initial_shr, ot.final_shr, **flags)
-        else:
-            y = ot_channelwise(acc, ot.shift, ot.mul, ot.bias, ot.final_shr, **flags)
+        acc = self._sums(x)  # (N, OH, OW, C)
+        y = self._reference_ot(acc) if self._plan is None else run_fused(self._plan, acc)
         y = y.transpose(0, 3, 1, 2)
         if inputs[0].codes.ndim == 2:
             y = y[:, :, 0, 0]
@@ -81,33 +99,50 @@ class XcConv2dLayer(Layer):
             y = looked
         return LayerOutput(QTensor(np.ascontiguousarray(y, np.int8), self.encoding), counters)
 
+    def _reference_ot(self, acc: np.ndarray) -> np.ndarray:
+        ot = self.ot
+        # |acc| <= taps * 128 * 128: SAT32 can only strike beyond 131072 taps per output
+        flags = {"rounding": self.rounding, "acc_bound": self.taps * 128 * 128}
+        if ot.kind is OtKind.GROUP:
+            return ot_group(acc, ot.mul, ot.bias, ot.initial_shr, ot.final_shr, **flags)
+        return ot_channelwise(acc, ot.shift, ot.mul, ot.bias, ot.final_shr, **flags)
+
     @property
     def taps(self) -> int:
         """Products summed per output (C_in / group * K_h * K_w)."""
         return int(np.prod(self.weights.shape[1:]))
 
     def _sums(self, x: np.ndarray) -> np.ndarray:
-        kh, kw = self.weights.shape[2:]
+        """Exact sums, channels last ``(N, OH, OW, O)``, over int8 windows (no widening copy)."""
+        x = np.asarray(x, np.int8)
+        kernel = self.weights.shape[2:]
+        if not self.depthwise:
+            geometry = {"strides": self.strides, "dilations": self.dilations, "pads": self.pads}
+            found = xformer_cols.columns(x, kernel, pad_value=self.pad_value, **geometry)
+            if found is not None:
+                cols, (n, oh, ow) = found
+                acc = matmul_exact(cols, self._gemm, a_max=128)
+                return acc.reshape(n, oh, ow, self._gemm.shape[1])
         win = sliding_windows(
-            x.astype(np.int16),
-            (kh, kw),
+            x,
+            kernel,
             strides=self.strides,
             dilations=self.dilations,
             pads=self.pads,
             pad_value=self.pad_value,
-        )  # (N, C, OH, OW, kh, kw)
-        n, c, oh, ow = win.shape[:4]
-        if self.depthwise:
-            w = self.weights[:, 0].astype(np.int64)
-            acc = np.zeros((n, c, oh, ow), np.int64)  # |acc| <= kh*kw*128*128
-            for r in range(kh):  # a loop over taps, each a whole-tensor product
-                for s in range(kw):
-                    acc += win[..., r, s] * w[None, :, None, None, r, s]
-            return acc
-        cols = win.transpose(0, 2, 3, 1, 4, 5).reshape(n * oh * ow, c * kh * kw)
-        out = self.weights.shape[0]
-        acc = matmul_exact(cols, self.weights.reshape(out, -1).T, a_max=128)
-        return acc.reshape(n, oh, ow, out).transpose(0, 3, 1, 2)
+        ).transpose(0, 2, 3, 1, 4, 5)  # (N, OH, OW, C, kh, kw)
+        n, oh, ow, c, kh, kw = win.shape
+        if not self.depthwise:  # a cropping pad: the generic windows, rows in (kh, kw, C) order
+            cols = win.transpose(0, 1, 2, 4, 5, 3).reshape(n * oh * ow, -1)
+            return matmul_exact(cols, self._gemm, a_max=128).reshape(n, oh, ow, -1)
+        # int32 products and sums are exact while the proved bound fits
+        dtype = np.int32 if self._acc_max <= 2**31 - 1 else np.int64
+        w = self._gemm.astype(dtype, copy=False)
+        acc = np.zeros((n, oh, ow, c), dtype)
+        for r in range(kh):  # a loop over taps, each a whole-tensor product
+            for s in range(kw):
+                acc += win[..., r, s] * w[:, r, s]
+        return acc
 
 
 def _padded_channels(count: int) -> int:

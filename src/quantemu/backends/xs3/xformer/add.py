@@ -76,9 +76,11 @@ def xc_add_params(  # noqa: PLR0917 -- TFLite's (scale, zero point) order
 
 def _codes(x, name: str) -> np.ndarray:
     a = np.asarray(x)
+    if a.dtype == np.int8:
+        return a  # int8 codes need no scan
     if a.dtype.kind not in "iu" or (a.size and (a.min() < -128 or a.max() > 127)):
         raise InvalidInputError(f"XC_add: {name} must hold int8 codes, got {a.dtype}")
-    return a.astype(np.int64)
+    return a.astype(np.int8)
 
 
 def add_elementwise_int8(x1, x2, params: XcAddParams) -> np.ndarray:
@@ -103,8 +105,20 @@ def add_elementwise_int8(x1, x2, params: XcAddParams) -> np.ndarray:
         raise InvalidInputError(
             f"XC_add: shapes {a.shape} and {b.shape} do not broadcast"
         ) from None
-    acc = params.bias + a * params.m1 + b * params.m2 + (1 << (params.shift - 1))
-    return np.clip(shift_right_floor(acc, params.shift), -128, 127).astype(np.int8)
+    half = 1 << (params.shift - 1)
+    reach = abs(params.bias) + 128 * (abs(params.m1) + abs(params.m2)) + half
+    if not 1 <= params.shift <= 31 or reach > _ACC_LIMIT:  # parameters xc_add_params refuses
+        acc = params.bias + a.astype(np.int64) * params.m1 + b.astype(np.int64) * params.m2 + half
+        return np.clip(shift_right_floor(acc, params.shift), -128, 127).astype(np.int8)
+    # int32 in place: every partial sum is at most ``reach`` in magnitude
+    pa = np.multiply(a, np.int32(params.m1), dtype=np.int32)
+    pb = np.multiply(b, np.int32(params.m2), dtype=np.int32)
+    acc = np.add(pa, pb, out=pa if pa.shape == np.broadcast_shapes(pa.shape, pb.shape) else None)
+    np.add(acc, np.int32(params.bias + half), out=acc)
+    np.right_shift(acc, params.shift, out=acc)  # an arithmetic shift: floor
+    y = np.empty(acc.shape, np.int8)
+    np.clip(acc, -128, 127, out=y, casting="unsafe")
+    return y
 
 
 __all__ = ["XcAddParams", "add_elementwise_int8", "xc_add_params"]

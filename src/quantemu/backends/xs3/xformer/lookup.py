@@ -116,6 +116,8 @@ def lookup8(x, table) -> np.ndarray:
         raise InvalidInputError(
             f"lookup8: the table must be 256 int8 values, got {tab.dtype} {tab.shape}"
         )
+    if codes.dtype == np.int8:
+        return np.take(tab, codes.view(np.uint8))  # int8 codes need no scan
     if codes.dtype.kind not in "iu" or (codes.size and (codes.min() < -128 or codes.max() > 127)):
         raise InvalidInputError(f"lookup8: x must hold int8 codes, got {codes.dtype}")
     return tab[codes.astype(np.int8).view(np.uint8)]
