@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from quantemu.backends.tflite.output import requantize_clamp
+from quantemu.backends.tflite.output import requantize_clamp, stage
 from quantemu.backends.tflite.params import ConvParams
 from quantemu.errors import InvalidInputError
 from quantemu.intmath import matmul_exact, sliding_windows
+from quantemu.intmath.matmul import ArrayCache
 
 __all__ = ["conv2d", "depthwise_conv2d", "fully_connected"]
 
@@ -46,27 +47,52 @@ def _bias(bias, n_out: int, where: str) -> np.ndarray | None:
     return b.astype(np.int64)
 
 
-def _finish(acc: np.ndarray, params: ConvParams, channel_shape: tuple[int, ...], where: str):
-    """The output stage, one multiplier per channel (shaped ``channel_shape`` to broadcast
-    along the channel axis) or one for the tensor."""
-    m, s = np.array(params.multipliers, np.int64), np.array(params.shifts, np.int64)
+def _finish(
+    acc: np.ndarray,
+    params: ConvParams,
+    channel_shape: tuple[int, ...],
+    where: str,
+    *,
+    bias: np.ndarray | None,
+    bound: int,
+    weights: np.ndarray,
+):
+    """The output stage of ``acc + bias``, one multiplier per channel (shaped
+    ``channel_shape`` to broadcast along the channel axis) or one for the tensor; ``bound``
+    bounds ``|acc|`` (proved by the caller: ``K * 255 * 128``). The stage's constants depend
+    on the layer alone: they are kept with frozen ``weights``."""
     n_out = acc.shape[-len(channel_shape)]
-    if m.size not in (1, n_out):
-        raise InvalidInputError(
-            f"{where}: {m.size} multipliers for {n_out} output channels; give one per channel "
-            "(or one per tensor)"
-        )
+
+    def make():
+        m, s = np.array(params.multipliers, np.int64), np.array(params.shifts, np.int64)
+        if m.size not in (1, n_out):
+            raise InvalidInputError(
+                f"{where}: {m.size} multipliers for {n_out} output channels; give one per "
+                "channel (or one per tensor)"
+            )
+        m, s = m.reshape(channel_shape), s.reshape(channel_shape)
+        b = None if bias is None else bias.reshape(channel_shape)
+        return m, s, b, stage(m, s, params.rounding, b)
+
+    key = (params, channel_shape, n_out, None if bias is None else bias.tobytes())
+    m, s, b, st = _STAGES.get(weights, key, make)
     return requantize_clamp(
         acc,
-        m.reshape(channel_shape),
-        s.reshape(channel_shape),
+        m,
+        s,
         params.output_offset,
         act_min=params.act_min,
         act_max=params.act_max,
         rounding=params.rounding,
         floor=params.floor,
         ceiling=params.ceiling,
+        bias=b,
+        bound=bound,
+        precomputed=st,
     )
+
+
+_STAGES = ArrayCache()
 
 
 def _offset_windows(x: np.ndarray, params: ConvParams, kernel, **geometry):
@@ -102,14 +128,46 @@ def conv2d(x, w, bias, params: ConvParams, *, strides=(1, 1), dilations=(1, 1), 
     if x.shape[1] != c_in:
         raise InvalidInputError(f"{where}: x has {x.shape[1]} channels, w expects {c_in}")
     b = _bias(bias, n_out, where)
-    win = _offset_windows(x, params, (kh, kw), strides=strides, dilations=dilations, pads=pads)
-    n, _, oh, ow = win.shape[:4]
-    cols = win.transpose(0, 2, 3, 1, 4, 5).reshape(n * oh * ow, c_in * kh * kw)
-    acc = matmul_exact(cols, w.reshape(n_out, -1).T, a_max=OFFSET_CODE_MAX)
-    acc = acc.reshape(n, oh, ow, n_out).transpose(0, 3, 1, 2)
-    if b is not None:
-        acc = acc + b[:, None, None]
-    return _finish(acc, params, (-1, 1, 1), where)
+    cols, (n, oh, ow) = _im2col(
+        x, params.input_offset, (kh, kw), strides=strides, dilations=dilations, pads=pads
+    )
+    rows, w_sums = _weight_rows(w)
+    acc = matmul_exact(cols, rows.T, a_max=128)  # |x| <= 128: int8 codes
+    # sum (x + o) * w = sum x * w + o * sum w: the offset joins the bias, a per-channel constant
+    total = w_sums * params.input_offset + (0 if b is None else b)
+    bound = cols.shape[1] * 128 * 128
+    y, counters = _finish(acc, params, (-1,), where, bias=total, bound=bound, weights=w)
+    return y.reshape(n, oh, ow, n_out).transpose(0, 3, 1, 2), counters
+
+
+_WEIGHT_ROWS = ArrayCache()
+
+
+def _weight_rows(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``w`` as read-only ``(O, kh*kw*C)`` rows (the column order of :func:`_im2col`) and
+    their sums; made once per frozen weight tensor."""
+
+    def make():
+        rows = w.transpose(0, 2, 3, 1).reshape(w.shape[0], -1).copy()  # owns its data
+        rows.setflags(write=False)  # frozen: matmul_exact caches what depends on it
+        return rows, rows.sum(axis=1, dtype=np.int64)
+
+    return _WEIGHT_ROWS.get(w, "tflite-rows", make)
+
+
+def _im2col(x: np.ndarray, input_offset: int, kernel, *, strides, dilations, pads):
+    """``(N*OH*OW, kh*kw*C)`` int8 columns of ``x`` and ``(N, OH, OW)``: padded with the input
+    zero point ``-input_offset`` (TFLite skips taps outside the image: the same as a tap whose
+    ``x + input_offset`` is 0), channels innermost so that the copy moves runs of ``C``."""
+    xh = np.ascontiguousarray(x.transpose(0, 2, 3, 1), dtype=np.int8)  # NHWC
+    win = sliding_windows(
+        xh, kernel, strides=strides, dilations=dilations, pads=pads, pad_value=-input_offset,
+        axes=(1, 2),
+    )  # fmt: skip
+    n, oh, ow, c = win.shape[:4]
+    if kernel == (1, 1):
+        return win.reshape(n * oh * ow, c), (n, oh, ow)
+    return win.transpose(0, 1, 2, 4, 5, 3).reshape(n * oh * ow, -1), (n, oh, ow)
 
 
 def depthwise_conv2d(
@@ -141,16 +199,21 @@ def depthwise_conv2d(
     mult = n_out // c_in
     b = _bias(bias, n_out, where)
     win = _offset_windows(x, params, (kh, kw), strides=strides, dilations=dilations, pads=pads)
-    wr = w.reshape(c_in, mult, kh, kw).astype(np.int64)
+    wr = w.reshape(c_in, mult, kh, kw).astype(np.int32)
     n, _, oh, ow = win.shape[:4]
-    acc = np.zeros((n, c_in, mult, oh, ow), np.int64)  # |acc| <= kh*kw*255*128
+    bound = kh * kw * OFFSET_CODE_MAX * 128
+    dtype = np.int32 if bound <= 2**31 - 1 else np.int64  # |acc| <= bound: no wrap
+    acc, tap = np.empty((n, c_in, mult, oh, ow), dtype), None
     for r in range(kh):  # a loop over taps, each a whole-tensor product
         for s in range(kw):
-            acc += win[:, :, None, :, :, r, s] * wr[None, :, :, None, None, r, s]
+            out = acc if tap is None else tap
+            np.multiply(win[:, :, None, :, :, r, s], wr[None, :, :, None, None, r, s], out=out)
+            if tap is None:
+                tap = np.empty_like(acc)
+            else:
+                acc += tap
     acc = acc.reshape(n, n_out, oh, ow)
-    if b is not None:
-        acc += b[:, None, None]
-    return _finish(acc, params, (-1, 1, 1), where)
+    return _finish(acc, params, (-1, 1, 1), where, bias=b, bound=bound, weights=w)
 
 
 def fully_connected(x, w, bias, params: ConvParams):
@@ -176,6 +239,5 @@ def fully_connected(x, w, bias, params: ConvParams):
     b = _bias(bias, n_out, where)
     xs = x.reshape(-1, n_in).astype(np.int16) + np.int16(params.input_offset)
     acc = matmul_exact(xs, w.T, a_max=OFFSET_CODE_MAX).reshape(*x.shape[:-1], n_out)
-    if b is not None:
-        acc += b
-    return _finish(acc, params, (-1,), where)
+    bound = n_in * OFFSET_CODE_MAX * 128
+    return _finish(acc, params, (-1,), where, bias=b, bound=bound, weights=w)

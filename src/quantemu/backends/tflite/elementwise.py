@@ -3,19 +3,25 @@ operands of equal rank; the caller lays both out in NCHW first)."""
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass
+
 import numpy as np
 
-from quantemu.backends.tflite.output import requantize_clamp
+from quantemu.backends.tflite.output import clamp_counters, requantize_clamp
 from quantemu.backends.tflite.params import AddParams, MulParams
-from quantemu.errors import InvalidInputError
+from quantemu.errors import InvalidInputError, QuantemuError
 from quantemu.intmath import multiply_by_quantized_multiplier_double_rounding as mbqm
 
 __all__ = ["add", "mul"]
 
 
 def _operands(x1, x2, where: str) -> tuple[np.ndarray, np.ndarray]:
+    """Both operands as int8 arrays (an int8 dtype proves the range without a scan)."""
     a, b = np.asarray(x1), np.asarray(x2)
     for name, v in (("x1", a), ("x2", b)):
+        if v.dtype == np.int8:
+            continue
         if v.dtype.kind not in "iu" or (v.size and (v.min() < -128 or v.max() > 127)):
             raise InvalidInputError(f"{where}: {name} must hold int8 codes, got {v.dtype}")
     try:
@@ -24,7 +30,7 @@ def _operands(x1, x2, where: str) -> tuple[np.ndarray, np.ndarray]:
         raise InvalidInputError(
             f"{where}: shapes {a.shape} and {b.shape} do not broadcast"
         ) from None
-    return a.astype(np.int64), b.astype(np.int64)
+    return a.astype(np.int8, copy=False), b.astype(np.int8, copy=False)
 
 
 def _output_stage(raw, params: AddParams | MulParams):
@@ -39,6 +45,70 @@ def _output_stage(raw, params: AddParams | MulParams):
         floor=params.floor,
         ceiling=params.ceiling,
     )
+
+
+def _add_raw(a: np.ndarray, b: np.ndarray, params: AddParams) -> np.ndarray:
+    shift = 1 << params.left_shift
+    a1 = mbqm((a + params.input1_offset) * shift, params.input1_multiplier, params.input1_shift)
+    a2 = mbqm((b + params.input2_offset) * shift, params.input2_multiplier, params.input2_shift)
+    return a1 - a2 if params.subtract else a1 + a2
+
+
+def _mul_raw(a: np.ndarray, b: np.ndarray, params: MulParams) -> np.ndarray:
+    return (a + params.input1_offset) * (b + params.input2_offset)
+
+
+TABLE_MIN_SIZE = 1 << 14  # below this many outputs the direct arithmetic is as cheap
+
+
+@dataclass(frozen=True)
+class _Table:
+    """Every output of a binary kernel, indexed by ``x1`` and ``x2`` read as uint8.
+
+    ``y``: the 65536 outputs; ``low`` / ``high``: which pairs the clamp moved (the counters);
+    ``count_low`` / ``count_high``: whether ``y == act_min`` (``act_max``) alone says so (no
+    pair lands on the bound unclamped), saving the flag lookup."""
+
+    y: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    count_low: bool
+    count_high: bool
+
+
+@functools.lru_cache(maxsize=64)
+def _table(params: AddParams | MulParams) -> _Table | None:
+    """The kernel's step-by-step arithmetic on all 256 x 256 code pairs, or None where some
+    pair is outside its domain (the direct path then raises only for pairs that occur)."""
+    codes = np.arange(256, dtype=np.uint8).view(np.int8).astype(np.int64)
+    a, b = codes[:, None], codes[None, :]
+    try:
+        raw = _mul_raw(a, b, params) if isinstance(params, MulParams) else _add_raw(a, b, params)
+        v = mbqm(raw, params.output_multiplier, params.output_shift) + params.output_offset
+    except QuantemuError:
+        return None
+    lo, hi = params.act_min, params.act_max
+    y = np.clip(v, lo, hi).astype(np.int8).ravel()
+    y.setflags(write=False)
+    low, high = (v < lo).ravel(), (v > hi).ravel()
+    return _Table(y, low, high, not (v == lo).any(), not (v == hi).any())
+
+
+def _by_table(a: np.ndarray, b: np.ndarray, params: AddParams | MulParams):
+    """``(y, counters)`` by table lookup, or None where no table applies."""
+    if max(a.size, b.size) < TABLE_MIN_SIZE or (table := _table(params)) is None:
+        return None
+    idx = np.left_shift(a.view(np.uint8), 8, dtype=np.uint16)
+    same = idx.shape == np.broadcast_shapes(a.shape, b.shape)
+    idx = np.bitwise_or(idx, b.view(np.uint8), out=idx if same else None)
+    y = np.take(table.y, idx)
+    lo, hi = params.act_min, params.act_max
+    n_low = np.count_nonzero(y == lo if table.count_low else np.take(table.low, idx))
+    n_high = np.count_nonzero(y == hi if table.count_high else np.take(table.high, idx))
+    counters = clamp_counters(
+        int(n_low), int(n_high), lo, hi, floor=params.floor, ceiling=params.ceiling
+    )
+    return y, counters
 
 
 def add(x1, x2, params: AddParams):
@@ -60,11 +130,10 @@ def add(x1, x2, params: AddParams):
     [1, 2, -1]
     """
     a, b = _operands(x1, x2, "tflite add")
-    shift = 1 << params.left_shift
-    a1 = mbqm((a + params.input1_offset) * shift, params.input1_multiplier, params.input1_shift)
-    a2 = mbqm((b + params.input2_offset) * shift, params.input2_multiplier, params.input2_shift)
-    raw = a1 - a2 if params.subtract else a1 + a2
-    return _output_stage(raw, params)
+    fast = _by_table(a, b, params)
+    if fast is not None:
+        return fast
+    return _output_stage(_add_raw(a.astype(np.int64), b.astype(np.int64), params), params)
 
 
 def mul(x1, x2, params: MulParams):
@@ -80,5 +149,7 @@ def mul(x1, x2, params: MulParams):
     [2, -1]
     """
     a, b = _operands(x1, x2, "tflite mul")
-    prod = (a + params.input1_offset) * (b + params.input2_offset)
-    return _output_stage(prod, params)
+    fast = _by_table(a, b, params)
+    if fast is not None:
+        return fast
+    return _output_stage(_mul_raw(a.astype(np.int64), b.astype(np.int64), params), params)
