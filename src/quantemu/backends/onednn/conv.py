@@ -13,7 +13,13 @@ from quantemu.backends.onednn.im2col import (
 )
 from quantemu.backends.onednn.matmul import MAX_REDUCTION, AccumulatorResult, to_int32
 from quantemu.backends.onednn.pairsum import ArrayCache, exact_matmul, pair_sum_matmul
-from quantemu.backends.onednn.params import Conv2dParams, ConvImpl, SrcType, describe_operand
+from quantemu.backends.onednn.params import (
+    INT32_MAX,
+    Conv2dParams,
+    ConvImpl,
+    SrcType,
+    describe_operand,
+)
 from quantemu.errors import InvalidInputError, UnsupportedError
 from quantemu.intmath import shift_right_round_half_even
 
@@ -69,8 +75,21 @@ def conv2d(x: np.ndarray, w: np.ndarray, params: Conv2dParams) -> AccumulatorRes
         )
     if halve:
         acc *= 2
-    y = acc.reshape(g, n, *out_hw, og).transpose(1, 0, 4, 2, 3).reshape(n, g * og, *out_hw)
-    return AccumulatorResult(to_int32(y, "conv2d"), saturated)
+    y = acc.reshape(g, n, *out_hw, og).transpose(1, 0, 4, 2, 3)
+    src_max = 255 if params.src_dt is SrcType.U8 else 128
+    if _accumulator_bound(wcols, src_max, params.src_zero_point, halve) > INT32_MAX:
+        return AccumulatorResult(to_int32(y.reshape(n, g * og, *out_hw), "conv2d"), saturated)
+    # The weights prove every accumulator inside s32: no range scan.
+    return AccumulatorResult(y.reshape(n, g * og, *out_hw).astype(np.int32), saturated)
+
+
+def _accumulator_bound(wcols: np.ndarray, src_max: int, zp: int, halve: bool) -> int:
+    """A bound on ``|acc|`` from the weights alone: ``(src_max + |zp|)·max_n Σ_k |w[k, n]|``
+    (doubled for halved weights). Pair saturation only shrinks a pair sum's magnitude."""
+    col = _WCOLS.get(
+        wcols, "abs_colsum", lambda: int(np.abs(wcols, dtype=np.float64).sum(axis=1).max(initial=0))
+    )
+    return (src_max + abs(zp)) * col * (2 if halve else 1)
 
 
 _WCOLS = ArrayCache()

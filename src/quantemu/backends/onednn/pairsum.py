@@ -73,9 +73,14 @@ def risky_pairs(
     a_mag = max(int(np.abs(a_min).max(initial=0)), int(np.abs(a_max).max(initial=0)))
     if a_mag == 0:
         return (np.zeros(0, np.intp),) * 3
-    b_abs = np.abs(b.astype(np.int16))
-    pair_mag = b_abs[:, 0::2, :] + b_abs[:, 1::2, :]  # (G, J, N)
-    gi, ji, ni = np.nonzero(pair_mag > S16_MAX // a_mag)
+    if a_mag <= 255:
+        # The prefilter's survivors at the smallest threshold depend on the weights alone:
+        # found once per weight matrix, then narrowed to this call's threshold (same order).
+        gi, ji, ni, mag = _PAIR_CANDIDATES.get(b, "pairs", lambda: _candidates(b, S16_MAX // 255))
+        keep = mag > S16_MAX // a_mag
+        gi, ji, ni = gi[keep], ji[keep], ni[keep]
+    else:
+        gi, ji, ni, _ = _candidates(b, S16_MAX // a_mag)
     k0, k1 = 2 * ji, 2 * ji + 1
     upper = np.zeros(gi.size, np.int32)
     lower = np.zeros(gi.size, np.int32)
@@ -87,6 +92,20 @@ def risky_pairs(
         lower += np.minimum(lo, hi)
     keep = (upper > S16_MAX) | (lower < S16_MIN)
     return gi[keep], ni[keep], ji[keep]
+
+
+_PAIR_CANDIDATES = ArrayCache()
+
+
+def _candidates(b: np.ndarray, threshold: int) -> tuple[np.ndarray, ...]:
+    """``(g, j, n, |b0| + |b1|)`` of the pairs with ``|b0| + |b1| > threshold``, C order."""
+    b_abs = np.abs(b.astype(np.int16))
+    pair_mag = b_abs[:, 0::2, :] + b_abs[:, 1::2, :]  # (G, J, N)
+    gi, ji, ni = np.nonzero(pair_mag > threshold)
+    found = (gi, ji, ni, pair_mag[gi, ji, ni])
+    for arr in found:
+        arr.setflags(write=False)
+    return found
 
 
 def pair_sum_matmul(
@@ -123,20 +142,18 @@ def pair_sum_matmul(
     # Sort by output column (g, n): each block then sums runs of equal columns in one pass.
     order = np.argsort(gi * n + ni, kind="stable")
     gi, ni, ji = gi[order], ni[order], ji[order]
-    correction = np.zeros((m, g * n), dtype=np.int64)
     saturated = 0
     block = max(1, _BLOCK_ELEMENTS // m)
     for start in range(0, gi.size, block):  # blocks bound memory; each is fully vectorised
         sl = slice(start, start + block)
-        saturated += _correct_block(a, b, (gi[sl], ni[sl], ji[sl]), correction)
-    acc += correction.reshape(m, g, n).transpose(1, 0, 2)
+        saturated += _correct_block(a, b, (gi[sl], ni[sl], ji[sl]), acc)
     return PairSumResult(acc, saturated, int(gi.size))
 
 
 def _correct_block(
-    a: np.ndarray, b: np.ndarray, pairs: tuple[np.ndarray, ...], correction: np.ndarray
+    a: np.ndarray, b: np.ndarray, pairs: tuple[np.ndarray, ...], acc: np.ndarray
 ) -> int:
-    """Add ``sat16(p) - p`` of the risky pairs ``(g, n, j)`` into ``correction[m, (g, n)]``."""
+    """Add ``sat16(p) - p`` of the risky pairs ``(g, n, j)`` into ``acc[g, m, n]``."""
     gi, ni, ji = pairs
     k0 = 2 * ji
     # (M, R) operands of the risky pairs, gathered row by row (a's rows are contiguous);
@@ -148,18 +165,18 @@ def _correct_block(
     count = int(np.count_nonzero(outside))
     if count == 0:
         return 0
-    column = gi * b.shape[2] + ni  # sorted: equal columns are consecutive
     if count * 16 < outside.size:
         # Few saturate: correct just those (np.add.at sums repeated columns).
         mi, ri = np.nonzero(outside)
         over = p[mi, ri]
-        np.add.at(correction, (mi, column[ri]), saturate(over, 16) - over)
+        np.add.at(acc, (gi[ri], mi, ni[ri]), saturate(over, 16) - over)
         return count
+    column = gi * b.shape[2] + ni  # sorted: equal columns are consecutive
     # Many saturate: one dense pass, then sum each run of equal columns. The columns of the
     # runs are distinct, so the fancy-indexed += sees no duplicate index.
     delta = saturate(p, 16) - p
     starts = np.flatnonzero(np.r_[True, column[1:] != column[:-1]])
-    correction[:, column[starts]] += np.add.reduceat(delta, starts, axis=1)
+    acc[gi[starts], :, ni[starts]] += np.add.reduceat(delta, starts, axis=1).T
     return count
 
 

@@ -78,14 +78,23 @@ def requantize_f32(
     s = rr(rr(f32(quant.x_scale)))
     w = (rr(rr(w_scales)) if w_round_trip else w_scales).reshape(shape)
     b = None if bias is None else _check_bias(bias, channels).reshape(shape)
-    a = acc.astype(np.float32)  # exact while |acc| < 2**24; otherwise f32() rounding, as oneDNN
+    # Each step is one binary32 operation written in place into one fresh buffer (the same
+    # roundings as the expression form, one allocation instead of five).
+    v = acc.astype(np.float32)  # exact while |acc| < 2**24; otherwise f32() rounding, as oneDNN
     y_scale = f32(quant.y_scale)
     with np.errstate(over="ignore", invalid="ignore"):  # ±inf saturates like any large value
-        v = a * (s * w) if impl is QuantizedImpl.JIT_UNI else (a * s) * w
+        if impl is QuantizedImpl.JIT_UNI:
+            np.multiply(v, s * w, out=v)
+        else:
+            np.multiply(v, s, out=v)
+            np.multiply(v, w, out=v)
         if b is not None:
-            v = v + b
-        v = v / rr(rr(y_scale)) if impl is QuantizedImpl.REF else v * rr(y_scale)
-        v = v + f32(quant.y_zero_point)
+            np.add(v, b, out=v)
+        if impl is QuantizedImpl.REF:
+            np.divide(v, rr(rr(y_scale)), out=v)
+        else:
+            np.multiply(v, rr(y_scale), out=v)
+        np.add(v, f32(quant.y_zero_point), out=v)
     return v
 
 

@@ -95,7 +95,8 @@ def requantization(ctx: Context, x: str, out: str, scales: np.ndarray) -> Requan
 
 
 def finish(v: np.ndarray, lo: int, hi: int, fused: bool) -> tuple[np.ndarray, int]:
-    """u8 codes of the binary32 values ``v`` clamped to ``[lo, hi]``, and the saturated count.
+    """u8 codes of the binary32 values ``v`` (overwritten) clamped to ``[lo, hi]``, and the
+    saturated count.
 
     ``clamp(rne(v), 0, 255)`` with NaN -> 0 (x86 ``cvtps2dq`` gives the integer indefinite,
     which the saturating packs send to 0), as ``to_8bit`` computes it: bounding ``v`` to
@@ -103,9 +104,10 @@ def finish(v: np.ndarray, lo: int, hi: int, fused: bool) -> tuple[np.ndarray, in
     the lower bound. ``fused``: a ReLU/Clip is fused; oneDNN applies it before the output
     scale, so what it cuts does not saturate at 0.
     """
-    # rne(v) > 255 iff v >= 255.5 (the tie goes to 256); rne(v) < 0 iff v < -0.5.
+    # rne(v) > 255 iff v >= 255.5 (the tie goes to 256); rne(v) < 0 iff v < -0.5. ``v`` is
+    # the layer's own scratch buffer: clamped and rounded in place.
     saturated = np.count_nonzero(v >= 255.5) + (0 if fused else np.count_nonzero(v < -0.5))
-    t = np.fmax(v, np.float32(-0.5))
+    t = np.fmax(v, np.float32(-0.5), out=v)
     np.minimum(t, np.float32(255), out=t)
     np.rint(t, out=t)
     y = t.astype(np.uint8)
