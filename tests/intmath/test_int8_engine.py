@@ -41,9 +41,9 @@ def _spy(monkeypatch) -> list:
     calls = []
     real = matmul.run
 
-    def spy(plan, a, z):
+    def spy(plan, a, z, **kw):
         calls.append(z)
-        return real(plan, a, z)
+        return real(plan, a, z, **kw)
 
     monkeypatch.setattr(matmul, "run", spy)
     return calls
@@ -56,7 +56,8 @@ def _reference(a: np.ndarray, b: np.ndarray) -> list:
 @st.composite
 def gemms(draw):
     """``(a, frozen b, a_max)``: random shapes up to K = 3001, values uniform, on the rails, or
-    mixed, for every activation kind; weights s8, as int8 or as floats holding them."""
+    mixed, for every activation kind, C-ordered or a strided view (rows reversed, or a
+    transpose); weights s8, as int8 or as floats holding them."""
     m, n = draw(st.integers(1, 33)), draw(st.integers(1, 20))
     k = draw(st.sampled_from([1, 2, 7, 8, 64, 147, 577, 1152, 3001]))
     dtype, lo, hi, a_max = A_KINDS[draw(st.sampled_from(sorted(A_KINDS)))]
@@ -64,6 +65,11 @@ def gemms(draw):
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     b_type = draw(st.sampled_from([np.int8, np.float32]))
     a = _values(rng, lo, hi, (m, k), mode).astype(dtype)
+    layout = draw(st.sampled_from(["C", "rows reversed", "transposed"]))
+    if layout == "rows reversed":
+        a = a[::-1]
+    elif layout == "transposed":
+        a = np.ascontiguousarray(a.T).T  # columns contiguous, as NVDLA's im2col columns
     return a, frozen(_values(rng, -128, 127, (k, n), mode).astype(b_type)), a_max
 
 
@@ -75,7 +81,11 @@ def test_engine_matches_the_python_int_reference(case):
     assert int8_engine.zero_point(a, a_max) is not None  # so the engine computes it
     got = matmul.matmul_exact(a, b, a_max=a_max, engine=ORT)
     assert got.dtype == np.int64
-    assert got.tolist() == _reference(a, b)
+    want = _reference(a, b)
+    assert got.tolist() == want
+    narrow = matmul.matmul_exact(a, b, a_max=a_max, engine=ORT, allow_int32=True)
+    assert narrow.dtype == np.int32  # the s32 result, not widened
+    assert narrow.tolist() == want
 
 
 def test_engine_takes_the_gemm_and_batch_axes(monkeypatch):
@@ -150,10 +160,12 @@ def test_numpy_engine_and_small_gemms_skip_the_engine(monkeypatch):
     assert np.array_equal(matmul.matmul_exact(a, b, engine=GemmEngine.NUMPY), want)
     small = a[:2, :8].astype(np.int64) @ b[:8].astype(np.int64)
     assert np.array_equal(matmul.matmul_exact(a[:2, :8], b[:8]), small)  # under MIN_MACS
-    assert np.array_equal(matmul.matmul_exact(np.asfortranarray(a), b), want)  # columns
+    wide = np.repeat(a, 2, axis=1)[:, ::2]  # neither rows nor columns contiguous
+    assert np.array_equal(matmul.matmul_exact(wide, b), want)
     assert calls == []
     assert np.array_equal(matmul.matmul_exact(a, b), want)  # the default engine, here ORT
-    assert calls == [128]
+    assert np.array_equal(matmul.matmul_exact(np.asfortranarray(a), b), want)  # columns
+    assert calls == [128, 128]
 
 
 def test_default_engine_and_zero_points():
@@ -178,6 +190,47 @@ def test_one_group_of_weights_broadcasts_like_matmul(monkeypatch):
         want = np.matmul(a.astype(np.int64), b.astype(np.int64))
         assert got.shape == want.shape == (1, 30, 12) and np.array_equal(got, want)
     assert calls == [0, 0]
+
+
+def test_int32_results_only_from_the_engine(monkeypatch):
+    """``allow_int32`` narrows only what the engine computes; the float path stays int64."""
+    calls = _spy(monkeypatch)
+    rng = np.random.default_rng(5)
+    a = rng.integers(-128, 128, (50, 400)).astype(np.int8)
+    b = frozen(rng.integers(-128, 128, (400, 20)).astype(np.int8))
+    want = a.astype(np.int64) @ b.astype(np.int64)
+    got = matmul.matmul_exact(a, b, allow_int32=True)
+    assert calls == [128] and got.dtype == np.int32 and np.array_equal(got, want)
+    slow = matmul.matmul_exact(a, b, engine=GemmEngine.NUMPY, allow_int32=True)
+    assert slow.dtype == np.int64 and np.array_equal(slow, want)
+    # u8 255 (127 + 128) x -128 over K = 65793: the s32 sum reaches -(2**31 - 128), no wrap
+    extremes = np.full((3, 65793), 127, np.int8)
+    big = frozen(np.full((65793, 2), -128, np.int8))
+    got = matmul.matmul_exact(extremes, big, engine=ORT, allow_int32=True)
+    assert calls[-1] == 128 and got.dtype == np.int32
+    assert (got.astype(np.int64) == 127 * -128 * 65793).all()
+
+
+@pytest.mark.parametrize("kind", ["f32 s8", "s8", "u8", "i16 offset"])
+def test_contiguous_columns_take_the_transposed_product(monkeypatch, kind):
+    """NVDLA's im2col columns ``(N, K, P)`` read as ``(N, P, K)``: no gather into rows; the
+    result is a transposed view of ``b.T @ columns``, equal to the reference."""
+    transposed = []
+    real = int8_engine._run_transposed
+    monkeypatch.setattr(
+        int8_engine, "_run_transposed", lambda *args: transposed.append(1) or real(*args)
+    )
+    dtype, lo, hi, a_max = A_KINDS[kind]
+    rng = np.random.default_rng(6)
+    cols = _values(rng, lo, hi, (2, 300, 150), "mixed").astype(dtype)
+    a = cols.transpose(0, 2, 1)  # (N, P, K), columns contiguous
+    b = frozen(rng.integers(-128, 128, (300, 24)).astype(np.int8))
+    want = np.matmul(a.astype(np.int64), b.astype(np.int64))
+    got = matmul.matmul_exact(a, b, a_max=a_max)
+    assert transposed == [1] and got.dtype == np.int64 and np.array_equal(got, want)
+    assert got.swapaxes(-1, -2).flags.c_contiguous  # what NVDLA wants: (N, M, P) in place
+    narrow = matmul.matmul_exact(a, b, a_max=a_max, allow_int32=True)
+    assert narrow.dtype == np.int32 and np.array_equal(narrow, want)
 
 
 def test_sessions_follow_the_thread_setting():

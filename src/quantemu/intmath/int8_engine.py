@@ -16,6 +16,11 @@ s32 accumulator never wraps whatever order the kernel adds in. What no bound can
 kernel that saturates (x86 without VNNI sums u8 x s8 pairs with ``vpmaddubsw``, which
 saturates at int16): the one-time self-check feeds exactly those pairs and rejects the engine
 when any sum differs from the int64 one.
+
+Layout. s8 activations are not fed as s8 rows: MLAS has no VNNI kernel for s8 x s8 and took
+about 19x longer than u8 x s8 on ResNet-18's shapes (onnxruntime 1.32). Rows cost one pass into
+u8; columns laid out ``K x M`` (a transposed view) are read in place as the s8 right operand of
+``b.T @ a.T``, the weights shifted to u8 once (:func:`_transposed_model`).
 """
 
 from __future__ import annotations
@@ -55,14 +60,17 @@ class Int8Plan:
     n: int
     bound: int  # 255 * max_n sum_k |b[k, n]|: every value the s32 accumulator holds
     model: bytes  # the MatMulInteger model holding the s8 weights
-    sessions: dict  # intra-op thread count -> session, built on first use
+    sessions: dict  # intra-op thread count (and "t" for the transposed model) -> session
+    weights: np.ndarray | None = None  # the s8 weights, for the transposed model
 
-    def session(self):
-        """The session for :func:`quantemu.intmath.parallel.threads` threads."""
-        threads = parallel.threads()
-        if threads not in self.sessions:
-            self.sessions[threads] = _session(self.model, threads)
-        return self.sessions[threads]
+    def session(self, transposed: bool = False):
+        """The session for :func:`quantemu.intmath.parallel.threads` threads: ``a @ b``, or
+        with ``transposed`` ``b.T @ a.T`` (see :func:`_transposed_model`)."""
+        key = (parallel.threads(), "t") if transposed else parallel.threads()
+        if key not in self.sessions:
+            model = _transposed_model(self.weights) if transposed else self.model
+            self.sessions[key] = _session(model, parallel.threads())
+        return self.sessions[key]
 
 
 @functools.cache
@@ -100,6 +108,12 @@ def _self_check(engine: GemmEngine) -> bool:
             got = plan.session().run(None, {"a": a, "zp": np.array(zp, np.uint8)})[0]
             if got.dtype != np.int32 or not np.array_equal(got, want):
                 return False
+            # the same product transposed: s8 columns a - 128 with the zero point zp - 128
+            c = np.bitwise_xor(a.T, 0x80).view(np.int8)[None]
+            cz = np.array(zp - 128, np.int8)
+            got = plan.session(transposed=True).run(None, {"c": c, "cz": cz})[0]
+            if got.dtype != np.int32 or not np.array_equal(got[0].T, want):
+                return False
     return True
 
 
@@ -118,7 +132,42 @@ def _make_plan(b8: np.ndarray, engine: GemmEngine) -> Int8Plan:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
     colmax = int(np.abs(b8.astype(np.int32)).sum(axis=0).max()) if b8.size else 0
-    return Int8Plan(k=k, n=n, bound=U8_MAX * colmax, model=model.SerializeToString(), sessions={})
+    bound = U8_MAX * colmax
+    return Int8Plan(k=k, n=n, bound=bound, model=model.SerializeToString(), sessions={}, weights=b8)
+
+
+def _transposed_model(b8: np.ndarray) -> bytes:
+    """``y[g] = (b.T + 128 - 128) @ (c[g] - cz)``: the weights as the u8 left operand, the
+    activations' columns ``c`` (``G x K x M``, s8) as the right one, so that columns laid out
+    ``K x M`` (NVDLA's im2col) are read in place instead of gathered into rows.
+
+    Exact where the plan is (the same s32 terms: ``|(b + 128) c| <= 255 * 128 * K`` and
+    ``|128 * sum_k c| <= 128 * 128 * K``, checked by :func:`transposed_fits`); the self-check
+    runs this model too.
+    """
+    from onnx import TensorProto, helper  # noqa: PLC0415
+
+    k, n = b8.shape
+    wt = np.bitwise_xor(np.ascontiguousarray(b8.T).view(np.uint8), 0x80)  # b.T + 128
+    inputs = [
+        helper.make_tensor_value_info("c", TensorProto.INT8, [None, k, None]),
+        helper.make_tensor_value_info("cz", TensorProto.INT8, []),
+    ]
+    output = helper.make_tensor_value_info("y", TensorProto.INT32, [None, n, None])
+    inits = [
+        helper.make_tensor("w", TensorProto.UINT8, [n, k], wt.tobytes(), raw=True),
+        helper.make_tensor("wz", TensorProto.UINT8, [], bytes([128]), raw=True),
+    ]
+    node = helper.make_node("MatMulInteger", ["w", "c", "wz", "cz"], ["y"])
+    graph = helper.make_graph([node], "int8_gemm_t", inputs, [output], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+def transposed_fits(plan: Int8Plan) -> bool:
+    """Whether every s32 term of the transposed product is in int32: ``255 * 128 * K``."""
+    return U8_MAX * 128 * plan.k <= INT32_MAX
 
 
 def _session(model: bytes, threads: int):
@@ -164,15 +213,52 @@ def zero_point(a: np.ndarray, a_max: int | None) -> int | None:
     return z if z <= U8_MAX and hi + z <= U8_MAX else None
 
 
-def run(plan: Int8Plan, a: np.ndarray, z: int) -> np.ndarray:
-    """``a @ b`` as int64, shape ``(*a.shape[:-1], N)``; ``z`` from :func:`zero_point`."""
-    if a.dtype == np.int8:
-        u = np.bitwise_xor(a.view(np.uint8), 0x80)  # a + 128, without leaving u8
-    elif a.dtype == np.uint8 and z == 0:
-        u = a
-    else:
+_ZP = tuple(np.array(z, np.uint8) for z in range(U8_MAX + 1))  # the zp inputs, made once
+_CZ = tuple(np.array(z - 128, np.int8) for z in range(U8_MAX + 1))  # the transposed form's
+for _z in (*_ZP, *_CZ):
+    _z.setflags(write=False)
+
+
+def run(plan: Int8Plan, a: np.ndarray, z: int, *, dtype=np.int64) -> np.ndarray:
+    """``a @ b``, shape ``(*a.shape[:-1], N)``; ``z`` from :func:`zero_point`.
+
+    ``dtype``: ``np.int64`` (a cast of the s32 result, one pass), or ``np.int32`` for callers
+    that take the kernel's own result without that pass (exact: ``|a @ b| <= bound``). An ``a``
+    whose columns are contiguous (a transposed view) is read in place as the right operand of
+    ``b.T @ a.T``, and the result is then a transposed view.
+    """
+    if a.ndim >= 2 and not a.flags.c_contiguous and transposed_fits(plan):
+        at = a.swapaxes(-1, -2)
+        if at.flags.c_contiguous:
+            return _run_transposed(plan, at, z, dtype)
+    if a.dtype == np.uint8 and z == 0:
+        u = np.ascontiguousarray(a)
+    else:  # one pass into C order, whatever a's strides, so the reshape below is a view
         u = np.empty(a.shape, np.uint8)
-        np.add(a, z, out=u, casting="unsafe")  # in [0, 255] by zero_point's proof
-    u2 = np.ascontiguousarray(u.reshape(-1, plan.k))
-    y = plan.session().run(None, {"a": u2, "zp": np.array(z, np.uint8)})[0]
-    return y.astype(np.int64).reshape(*a.shape[:-1], plan.n)
+        if a.dtype == np.int8:
+            np.bitwise_xor(a.view(np.uint8), 0x80, out=u)  # a + 128, without leaving u8
+        else:
+            np.add(a, z, out=u, casting="unsafe")  # in [0, 255] by zero_point's proof
+    u = u.reshape(-1, plan.k)
+    # The kernel subtracts z itself: MLAS folds z * sum_k b[k, n] from its packed weights.
+    y = plan.session().run(None, {"a": u, "zp": _ZP[z]})[0]
+    if dtype != np.int32:
+        y = y.astype(np.int64)
+    return y.reshape(*a.shape[:-1], plan.n)
+
+
+def _run_transposed(plan: Int8Plan, at: np.ndarray, z: int, dtype) -> np.ndarray:
+    """``(b.T @ at).T`` for C-contiguous columns ``at`` (``... x K x M``): s8 values
+    ``a + z - 128`` (in ``[-128, 127]`` by :func:`zero_point`) with the zero point ``z - 128``."""
+    if at.dtype == np.int8 and z == 128:  # the codes themselves, no copy
+        c = at
+    elif at.dtype == np.uint8 and z == 0:  # a - 128, without leaving 8 bits
+        c = np.bitwise_xor(at, 0x80).view(np.int8)
+    else:
+        c = np.empty(at.shape, np.int8)
+        np.add(at, z - 128, out=c, casting="unsafe")
+    feeds = {"c": c.reshape(-1, *at.shape[-2:]), "cz": _CZ[z]}
+    y = plan.session(transposed=True).run(None, feeds)[0]
+    if dtype != np.int32:
+        y = y.astype(np.int64)
+    return y.reshape(*at.shape[:-2], plan.n, at.shape[-1]).swapaxes(-1, -2)

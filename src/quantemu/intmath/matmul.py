@@ -216,15 +216,16 @@ def _as_python_ints(x: np.ndarray) -> np.ndarray:
     return np.frompyfunc(int, 1, 1)(x).astype(object)
 
 
-def _int8_product(a: np.ndarray, b: np.ndarray, a_max: int | None, engine, shape: tuple):
+def _int8_product(a, b, a_max: int | None, engine, shape: tuple, *, dtype=np.int64):
     """``a @ b`` by the int8 engine, or None where its plan cannot prove it exact (see
     :mod:`~quantemu.intmath.int8_engine`). Only for frozen 2-D weights ``b`` (or ``(1, K, N)``):
     the engine's state is built once per weight matrix (``engine``: a GemmEngine or None)."""
     if engine is None:
-        # The default skips GEMMs too small to gain, and an ``a`` read across its rows (a
-        # transposed view): converting that to u8 rows is a strided gather that costs more
-        # than the float GEMM, which reads it in place (measured on NVDLA's im2col columns).
-        if a.size // a.shape[-1] * b.size < MIN_MACS or a.strides[-1] != a.itemsize:
+        # The default skips GEMMs too small to gain, and an ``a`` whose rows and columns are
+        # both strided: gathering it into u8 rows costs more than the float GEMM, which reads
+        # it in place. Contiguous columns (NVDLA's im2col) the engine reads in place too.
+        rows = a.strides[-1] == a.itemsize or a.swapaxes(-1, -2).flags.c_contiguous
+        if a.size // a.shape[-1] * b.size < MIN_MACS or not rows:
             return None
         engine = default_engine()
     if b.ndim > 2 and b.size == b.shape[-2] * b.shape[-1]:  # one group: (1, K, N), say
@@ -237,7 +238,7 @@ def _int8_product(a: np.ndarray, b: np.ndarray, a_max: int | None, engine, shape
         return None
     plan = _PLANS.get(b, ("int8", engine), lambda: int8_plan(b, engine))
     z = None if plan is None else zero_point(a, a_max)
-    return None if z is None else run(plan, a, z).reshape(shape)
+    return None if z is None else run(plan, a, z, dtype=dtype).reshape(shape)
 
 
 def matmul_exact(
@@ -247,6 +248,7 @@ def matmul_exact(
     a_max: int | None = None,
     b_max: int | None = None,
     engine: GemmEngine | None = None,
+    allow_int32: bool = False,
 ):
     """The exact integer product ``a @ b`` (NumPy ``matmul`` broadcasting of batch axes).
 
@@ -280,7 +282,10 @@ def matmul_exact(
     and self-checked, else ``NUMPY``). The int8 engine takes frozen 2-D s8 weights ``b`` without
     ``b_max``, when its own bound proves the s32 accumulator exact and ``a`` fits u8 with a zero
     point; everything else takes the path above. The default engine also leaves to ``NUMPY``
-    GEMMs under ``MIN_MACS`` multiply-adds and an ``a`` whose rows are not contiguous.
+    GEMMs under ``MIN_MACS`` multiply-adds and an ``a`` with neither rows nor columns
+    contiguous.
+    ``allow_int32``: a product the int8 engine computes comes back as its exact s32 result,
+    int32, without the widening pass; every other path still returns int64 (or Python ints).
 
     Mirrors: no instruction; it is the exact sum of products that wide accumulators (XS3
     ``VLMACCR`` before saturation, oneDNN VNNI/AMX ``s32``, NVDLA CACC) hold.
@@ -301,7 +306,8 @@ def matmul_exact(
     if a_mag == 0:
         return np.zeros(shape, dtype=np.int64)
     if b_max is None:
-        fast = _int8_product(a, b, a_max, engine, shape)
+        dtype = np.int32 if allow_int32 else np.int64
+        fast = _int8_product(a, b, a_max, engine, shape, dtype=dtype)
         if fast is not None:
             return fast
     bound, ftype, runs = _plan(b, a_mag, b_max)
