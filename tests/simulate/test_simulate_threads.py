@@ -22,15 +22,19 @@ def resnet():
     return graph, calibrate(graph, calib, batch_size=1), x
 
 
-# onednn's and nnie's layers compute with their own NumPy kernels, not the chunked primitives.
+# onednn's and nnie's layers, and xs3's xformer convolutions (their fused output transform),
+# compute with their own NumPy kernels, not the chunked primitives; tflite2xcore's BSO
+# operators and nvdla's do.
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ["xs3", "nvdla"])
-def test_every_tensor_and_counter_is_the_same_at_any_split(resnet, backend, monkeypatch):
+@pytest.mark.parametrize(
+    ("backend", "options"), [("xs3", {"toolchain": "tflite2xcore"}), ("nvdla", {})]
+)
+def test_every_tensor_and_counter_is_the_same_at_any_split(resnet, backend, options, monkeypatch):
     """Tiny chunks over 3 threads split nearly every tensor of a ResNet-18: every layer's codes
     and counters must equal those of the single-threaded run."""
     graph, ranges, x = resnet
-    program = compile_model(graph, backend, calibration=ranges)
-    one = program.run(x)
+    program = compile_model(graph, backend, calibration=ranges, **options)
+    one = program.run(x, keep="all")
     splits = []
     real = parallel.map_chunks
 
@@ -41,7 +45,7 @@ def test_every_tensor_and_counter_is_the_same_at_any_split(resnet, backend, monk
     for module in (rounding, saturation, fixedpoint, floatconv):
         monkeypatch.setattr(module, "map_chunks", counting)
     with split(threads=3, min_chunk=64):
-        many = program.run(x)
+        many = program.run(x, keep="all")
     assert splits and min(splits) > 1  # the run really went through split primitives
     assert one.tensors.keys() == many.tensors.keys()
     for name, tensor in one.tensors.items():
