@@ -26,13 +26,14 @@ value: a step of 2^(1/16).)
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from quantemu.backends.nnie import grid
-from quantemu.backends.nnie.ops import CODE_ZERO, SIGN_BIT, log_dequantize, log_quantize
-from quantemu.backends.nnie.params import LogQuantParams
+from quantemu.backends.nnie.ops import CODE_ZERO, SIGN_BIT, dequantize_z, quantize_z
+from quantemu.backends.nnie.params import LEVELS, LogQuantParams
 from quantemu.program.encoding import Encoding
 
 INDEX_MASK = 0x7F
@@ -60,27 +61,29 @@ class LogEncoding(Encoding):
     clip: float
     bits: int = 8
     params: LogQuantParams = field(init=False, repr=False, compare=False)
+    _k: int = field(init=False, repr=False, compare=False)  # derived once: read on every run
 
     def __post_init__(self) -> None:
         params = LogQuantParams(self.clip, self.bits)  # validates clip and bits
         object.__setattr__(self, "clip", params.clip)
         object.__setattr__(self, "params", params)
+        object.__setattr__(self, "_k", params.k)
 
     @property
     def k(self) -> int:
         """``round_half_even(16*log2 clip)``: the top level is ``2^(k/16)``."""
-        return self.params.k
+        return self._k
 
     @property
     def z(self) -> int:
         """``k - 127``: the smallest positive level is ``2^(z/16)``."""
-        return self.params.z
+        return self._k - (LEVELS - 1)
 
     def dequantize(self, codes: np.ndarray) -> np.ndarray:
-        return log_dequantize(codes, self.clip, self.bits)
+        return dequantize_z(codes, self.z)  # clip and bits were validated at construction
 
     def quantize(self, values: np.ndarray) -> np.ndarray:
-        return log_quantize(np.asarray(values, dtype=np.float32), self.clip, self.bits)[0]
+        return quantize_z(np.asarray(values, dtype=np.float32), self.z)
 
     def lsb_index(self, codes: np.ndarray) -> np.ndarray:
         codes = np.asarray(codes).astype(np.int64)
@@ -98,6 +101,7 @@ class LogEncoding(Encoding):
         return problem
 
 
+@functools.lru_cache(maxsize=256)
 def saturation_threshold_bits(k: int) -> int:
     """Bit pattern ``T`` of the first float32 above the top level's rounding interval.
 
@@ -125,9 +129,30 @@ def quantize_counted(values: np.ndarray, encoding: LogEncoding) -> tuple[np.ndar
     (['0x7f', '0xff', '0x80', '0x80', '0x7f'], 1, 1)
     """
     values = np.ascontiguousarray(values, dtype=np.float32)
-    codes = encoding.quantize(values)
-    magnitude = values.view(np.uint32) & np.uint32(0x7FFFFFFF)
-    clipped = int(np.count_nonzero(magnitude >= saturation_threshold_bits(encoding.k)))
+    codes = encoding.quantize(values)  # rejects NaN: every comparison below is ordered
+    bits = values.reshape(-1).view(np.uint32)
+    threshold = saturation_threshold_bits(encoding.k)
+    clipped = 0
+    if values.size and _may_saturate(values, threshold):
+        clipped = int(np.count_nonzero((bits & np.uint32(0x7FFFFFFF)) >= threshold))
     zeros_out = int(np.count_nonzero(codes == CODE_ZERO))
-    zeros_in = int(np.count_nonzero(magnitude == 0))
+    # Bit patterns, not float == 0: exact even where denormals are treated as zero.
+    zeros_in = int(np.count_nonzero(bits == 0)) + int(np.count_nonzero(bits == SIGN_MASK))
     return codes, clipped, zeros_out - zeros_in
+
+
+SIGN_MASK = 0x80000000
+NORMAL_MIN_BITS = 0x00800000  # the smallest normal float32, 2^-126
+
+
+def _may_saturate(values: np.ndarray, threshold: int) -> bool:
+    """False when no element of NaN-free ``values`` can reach ``threshold`` (bits of ``|x|``).
+
+    Saturation is rare, so two fast float reductions usually rule it out and save the exact
+    magnitude pass. A normal or infinite threshold compares exactly as a float (denormals are
+    below it whether or not they are flushed); a subnormal one always takes the exact pass.
+    """
+    if threshold < NORMAL_MIN_BITS:
+        return True
+    limit = np.uint32(threshold).view(np.float32)
+    return bool(values.max() >= limit or values.min() <= -limit)
