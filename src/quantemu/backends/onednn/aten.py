@@ -25,6 +25,8 @@ against ``torch==2.13.0+cpu`` on an AVX-512 host (ATen CPU capability ``AVX512``
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from quantemu.backends.onednn.f32 import f32, rr
@@ -162,21 +164,51 @@ def quantized_add(
             "lowered)"
         )
     ea, eb, eo = encodings
-    inv = rr(f32(eo.scale))
-    c = _dequant_fma(a, ea) + _dequant_fma(b, eb)
+    # Every vector-body output is a function of the code pair (a, b) alone: one table lookup.
+    table = _add_table((ea.scale, ea.zp, eb.scale, eb.zp, eo.scale, eo.zp), relu)
+    idx = a.astype(np.uint16)
+    np.left_shift(idx, 8, out=idx)
+    np.bitwise_or(idx, b, out=idx)
+    y = table[idx]  # C order, like the element-wise form it replaces
+    tail = add_scalar_positions(a.shape, threads)
+    if tail.size:
+        inv = rr(f32(eo.scale))
+        with np.errstate(over="ignore", invalid="ignore"):
+            # .flat: C-order positions whatever the memory layout (a conv's output is NHWC).
+            cs = _dequant_mul(a.flat[tail], ea) + _dequant_mul(b.flat[tail], eb)
+            if relu:
+                cs = np.maximum(cs, np.float32(0))
+            y.flat[tail] = _add_codes(np.rint(f32(eo.zp) + cs * inv))
+    saturated = int(np.count_nonzero(y > 255))
+    return y.astype(np.uint8), saturated  # the low byte: the code
+
+
+@functools.lru_cache(maxsize=256)
+def _add_table(params: tuple, relu: bool) -> np.ndarray:
+    """The vector body of ``quantized::add`` for every code pair, indexed by ``a·256 + b``:
+    :func:`_add_codes` of ``rne((dequant(a) ⊕ dequant(b)) ⊗ rr(s_out)) + z_out``.
+
+    ``params``: ``(s_a, z_a, s_b, z_b, s_out, z_out)``."""
+    sa, za, sb, zb, so, zo = params
+    codes = np.arange(256, dtype=np.uint8)
+    da = _dequant_fma(codes, TorchU8Encoding(sa, za))
+    db = _dequant_fma(codes, TorchU8Encoding(sb, zb))
+    c = da[:, None] + db[None, :]
     if relu:
         np.maximum(c, np.float32(0), out=c)
     with np.errstate(over="ignore", invalid="ignore"):
-        c *= inv
-        r = np.rint(c) + np.float32(eo.zp)  # exact: integers far below 2**24 (or saturating)
-        tail = add_scalar_positions(a.shape, threads)
-        # .flat: C-order positions whatever the memory layout (a conv's output is NHWC).
-        cs = _dequant_mul(a.flat[tail], ea) + _dequant_mul(b.flat[tail], eb)
-        if relu:
-            cs = np.maximum(cs, np.float32(0))
-        r.flat[tail] = np.rint(f32(eo.zp) + cs * inv)
-    saturated = int(np.count_nonzero((r < 0) | (r > 255)))
-    return np.clip(np.nan_to_num(r, nan=255.0), 0, 255).astype(np.uint8), saturated
+        c *= rr(f32(so))
+        r = np.rint(c) + np.float32(zo)  # exact: integers far below 2**24 (or saturating)
+    table = _add_codes(r).reshape(-1)
+    table.setflags(write=False)
+    return table
+
+
+def _add_codes(r: np.ndarray) -> np.ndarray:
+    """uint16 ``clamp(r, 0, 255)`` (NaN -> 255), plus 256 where ``r`` saturated."""
+    y = np.clip(np.nan_to_num(r, nan=255.0), 0, 255).astype(np.uint16)
+    y[(r < 0) | (r > 255)] += 256
+    return y
 
 
 def _dequant_fma(q: np.ndarray, e: TorchU8Encoding) -> np.ndarray:

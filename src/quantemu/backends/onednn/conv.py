@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from quantemu.backends.onednn.im2col import (
+    dense_columns,
     im2col,
     in_bounds,
     is_dense,
@@ -54,6 +55,7 @@ def conv2d(x: np.ndarray, w: np.ndarray, params: Conv2dParams) -> AccumulatorRes
     layout = segment_layout(params.impl if pairing else None, *w.shape[1:])
     weights = rne_half(w) if halve else w
     dtype = np.int8 if pairing else np.float32  # the pair-sum engine reads integers
+    src_max = 255 if params.src_dt is SrcType.U8 else 128
     wcols = _weight_columns(
         weights, geometry.groups, layout, params.impl if pairing else None, dtype
     )
@@ -61,26 +63,33 @@ def conv2d(x: np.ndarray, w: np.ndarray, params: Conv2dParams) -> AccumulatorRes
     if pairing:  # the pair-sum engine reads int16 operands
         result = pair_sum_matmul(im2col(x.astype(np.int16), geometry, layout, out_hw), wcols)
         acc, saturated = result.acc, result.saturated_pairs
-    else:  # gathered straight into the float32 GEMM operand; |src| <= 255 (u8) or 128 (s8)
-        cols = im2col(x.astype(np.float32), geometry, layout, out_hw)
-        acc = exact_matmul(cols, wcols, a_max=255 if params.src_dt is SrcType.U8 else 128)
+    else:  # 8-bit columns: the int8 engine reads u8 in place (the float path converts them)
+        cols = dense_columns(x, geometry, w.shape[2:], out_hw)
+        # int32 only when the int8 engine computes it: its own bound proves it exact.
+        acc = exact_matmul(cols, wcols, a_max=src_max, allow_int32=True)
     n = x.shape[0]
     g, _, og = acc.shape
     acc = acc.reshape(g, n, out_hw[0] * out_hw[1], og)
+    # The weights prove every accumulator (and every partial value below) inside s32: the
+    # correction may then run in int32, and no range scan is needed.
+    fits = _accumulator_bound(wcols, src_max, params.src_zero_point, halve) <= INT32_MAX
+    if not fits and acc.dtype != np.int64:
+        acc = acc.astype(np.int64)
     if params.src_zero_point:
         # Exact s32 correction -zp·Σ w over the in-bounds taps of each position (§2, §5.1).
-        acc -= (
-            params.src_zero_point
-            * _in_bounds_weight_sums(x.shape[2:], geometry, layout, out_hw, wcols)[:, None]
-        )
+        acc -= _zero_point_correction((x.shape[2:], out_hw), params, layout, wcols, acc)
     if halve:
         acc *= 2
     y = acc.reshape(g, n, *out_hw, og).transpose(1, 0, 4, 2, 3)
-    src_max = 255 if params.src_dt is SrcType.U8 else 128
-    if _accumulator_bound(wcols, src_max, params.src_zero_point, halve) > INT32_MAX:
+    if not fits:
         return AccumulatorResult(to_int32(y.reshape(n, g * og, *out_hw), "conv2d"), saturated)
-    # The weights prove every accumulator inside s32: no range scan.
-    return AccumulatorResult(y.reshape(n, g * og, *out_hw).astype(np.int32), saturated)
+    if y.dtype == np.int32 and y.flags.c_contiguous:
+        # The engine's transposed product of one image is NCHW already: no layout pass.
+        return AccumulatorResult(y.reshape(n, g * og, *out_hw), saturated)
+    # One pass for the NCHW layout and the cast to int32.
+    out = np.empty((n, g, og, *out_hw), dtype=np.int32)
+    np.copyto(out.transpose(0, 1, 3, 4, 2), y.transpose(0, 1, 3, 4, 2), casting="unsafe")
+    return AccumulatorResult(out.reshape(n, g * og, *out_hw), saturated)
 
 
 def _accumulator_bound(wcols: np.ndarray, src_max: int, zp: int, halve: bool) -> int:
@@ -115,6 +124,33 @@ def _weight_columns(w: np.ndarray, groups: int, layout, impl: ConvImpl | None, d
         return cols
 
     return _WCOLS.get(w, (groups, impl, np.dtype(dtype).name), make)
+
+
+def _zero_point_correction(shapes, params: Conv2dParams, layout, wcols, acc) -> np.ndarray:
+    """``(G, 1, OH·OW, O/G)`` ``zp·Σ w`` over the in-bounds taps, as ``acc``'s dtype and in its
+    memory order (channel-major after the engine's transposed product): it depends on the
+    weights and the shapes ``(H, W), (OH, OW)`` alone, so it is built once per weight matrix
+    and input size."""
+    hw, out_hw = shapes
+    channel_major = acc.strides[-1] != acc.itemsize
+
+    def make() -> np.ndarray:
+        sums = _in_bounds_weight_sums(hw, params.geometry, layout, out_hw, wcols)
+        corr = (params.src_zero_point * sums[:, None]).astype(acc.dtype)
+        if channel_major:
+            corr = np.ascontiguousarray(corr.swapaxes(-1, -2)).swapaxes(-1, -2)
+        corr.setflags(write=False)
+        return corr
+
+    key = (
+        "zp_correction",
+        tuple(hw),
+        params.geometry,
+        params.src_zero_point,
+        acc.dtype.str,
+        channel_major,
+    )
+    return _WCOLS.get(wcols, key, make)
 
 
 def _in_bounds_weight_sums(hw, geometry, layout, out_hw, wcols) -> np.ndarray:

@@ -11,6 +11,7 @@ matrix product ``cols @ wcols`` over the slots.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +34,7 @@ class Layout:
         return int(self.c.size)
 
 
+@functools.lru_cache(maxsize=1024)
 def segment_layout(impl: ConvImpl | None, cg: int, kh: int, kw: int) -> Layout:
     """The slots of ``impl``'s pairing order (page §5.2); ``None``: exact, im2col order.
 
@@ -57,7 +59,10 @@ def segment_layout(impl: ConvImpl | None, cg: int, kh: int, kw: int) -> Layout:
         grid = [
             np.pad(a, ((0, 0), (0, 1)), constant_values=v) for a, v in zip(grid, fill, strict=True)
         ]
-    return Layout(*(a.reshape(-1) for a in grid))
+    slots = [np.ascontiguousarray(a.reshape(-1)) for a in grid]
+    for a in slots:  # shared by every call (cached): read-only
+        a.setflags(write=False)
+    return Layout(*slots)
 
 
 def im2col(
@@ -114,6 +119,46 @@ def _dense_windows(
     win = win[:, :oh, :ow].reshape(n, oh, ow, g, c // g, kh, kw)  # splits C: still a view
     win = win.transpose(3, 0, 1, 2, 5, 6, 4)  # (G, N, OH, OW, KH, KW, C/G)
     return np.ascontiguousarray(win.reshape(g, n * oh * ow, kh * kw * (c // g)))
+
+
+def dense_columns(
+    x: np.ndarray, geometry: ConvGeometry, kernel: tuple[int, int], out_hw: tuple[int, int]
+) -> np.ndarray:
+    """``(G, N·OH·OW, KH·KW·C/G)`` windows in ``(kh, kw, c)`` order, as the transposed view of a
+    C-contiguous ``(G, KH·KW·C/G, N·OH·OW)`` array.
+
+    The same values as :func:`im2col`'s dense layout. Stored column-major, they feed the int8
+    engine's transposed product, whose result is then channel-major: for one image it already
+    is the NCHW accumulator, with no layout pass. Each tap ``(kh, kw)`` copies its in-bounds
+    rectangle of the NCHW input in one strided slice (no padded or channels-last copy first);
+    the out-of-bounds positions keep the zeros they were allocated with.
+    """
+    n, c, h, w = x.shape
+    g = geometry.groups
+    oh, ow = out_hw
+    kh, kw = kernel
+    cols = np.zeros((g, kh, kw, c // g, n, oh, ow), dtype=x.dtype)
+    src = x.reshape(n, g, c // g, h, w).transpose(1, 2, 0, 3, 4)  # (G, C/G, N, H, W): a view
+    rows = [_tap_range(i, oh, h, geometry, 0) for i in range(kh)]
+    cols_w = [_tap_range(j, ow, w, geometry, 1) for j in range(kw)]
+    sh, sw = geometry.strides
+    for i, (o0, o1, i0) in enumerate(rows):
+        for j, (p0, p1, j0) in enumerate(cols_w):
+            if o1 > o0 and p1 > p0:
+                ih = slice(i0, i0 + (o1 - o0 - 1) * sh + 1, sh)
+                iw = slice(j0, j0 + (p1 - p0 - 1) * sw + 1, sw)
+                cols[:, i, j, :, :, o0:o1, p0:p1] = src[..., ih, iw]
+    return cols.reshape(g, kh * kw * (c // g), n * oh * ow).swapaxes(1, 2)
+
+
+def _tap_range(tap: int, out: int, size: int, geometry: ConvGeometry, axis: int):
+    """``(o0, o1, first)``: the outputs ``o0 <= o < o1`` whose ``tap`` reads inside the input
+    along ``axis`` (0: rows, 1: columns), and the input index that ``o0`` reads."""
+    stride, dil, pad = geometry.strides[axis], geometry.dilations[axis], geometry.pads[axis]
+    offset = tap * dil - pad  # input index read by output 0
+    o0 = max(0, -(offset // stride)) if offset < 0 else 0
+    o1 = min(out, (size - 1 - offset) // stride + 1) if size - 1 - offset >= 0 else 0
+    return o0, max(o0, o1), offset + o0 * stride
 
 
 def in_bounds(

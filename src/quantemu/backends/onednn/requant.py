@@ -80,13 +80,15 @@ def requantize_f32(
     b = None if bias is None else _check_bias(bias, channels).reshape(shape)
     # Each step is one binary32 operation written in place into one fresh buffer (the same
     # roundings as the expression form, one allocation instead of five).
-    v = acc.astype(np.float32)  # exact while |acc| < 2**24; otherwise f32() rounding, as oneDNN
+    # The first product reads acc through a cast to binary32 (``dtype``): exact while
+    # |acc| < 2**24, otherwise f32() rounding, as oneDNN; no separate conversion pass.
+    v = np.empty_like(acc, dtype=np.float32)
     y_scale = f32(quant.y_scale)
     with np.errstate(over="ignore", invalid="ignore"):  # ±inf saturates like any large value
         if impl is QuantizedImpl.JIT_UNI:
-            np.multiply(v, s * w, out=v)
+            np.multiply(acc, s * w, out=v, dtype=np.float32)
         else:
-            np.multiply(v, s, out=v)
+            np.multiply(acc, s, out=v, dtype=np.float32)
             np.multiply(v, w, out=v)
         if b is not None:
             np.add(v, b, out=v)
