@@ -20,7 +20,8 @@ from quantemu.intmath import shift_right_round_half_away, wrap
 __all__ = ["pdp", "pdp_avg", "pdp_max", "pdp_min"]
 
 
-def _check_input(x, regs: PdpRegisters) -> np.ndarray:
+def _check_input(x, regs: PdpRegisters, widen: bool = True) -> np.ndarray:
+    """``x`` checked; int64, or (``widen=False``) as is when its dtype proves the range."""
     g = regs.geometry()
     shape = (g.channels, g.height, g.width)
     a = np.asarray(x)
@@ -30,8 +31,11 @@ def _check_input(x, regs: PdpRegisters) -> np.ndarray:
             f"HEIGHT/WIDTH + 1), or (N, C, H, W) for a batch, got dtype {a.dtype} shape {a.shape}"
         )
     bits = 8 if regs.input_type is Precision.INT8 else 16
-    a = a.astype(np.int64)
     lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    info = np.iinfo(a.dtype)
+    if info.min >= lo and info.max <= hi:  # the dtype holds the range: no scan
+        return a.astype(np.int64) if widen else a
+    a = a.astype(np.int64)
     if a.size and (a.min() < lo or a.max() > hi):
         raise InvalidInputError(
             f"pdp: INPUT_DATA = {regs.input_type.name} but X holds values in "
@@ -93,15 +97,20 @@ def pdp(x, regs: PdpRegisters) -> np.ndarray:
     A batch ``[N, C, H, W]`` is pooled image by image with the same registers (``[N, C, OH,
     OW]`` out); the images are independent, so this is the per-image result stacked.
     """
-    a = _check_input(x, regs)
-    g = regs.geometry()
     method = regs.method
+    # max/min are exact in any dtype: int8 codes pool as int8, without widening
+    a = _check_input(x, regs, widen=method is PoolingMethod.AVERAGE)
+    g = regs.geometry()
     if method is PoolingMethod.AVERAGE:
         y = _average(a, regs)
     else:
         # Padding is ignored by max/min: pad with a value no input reaches (pads < kernel, so
         # every window holds at least one real value).
-        sentinel = -(1 << 40) if method is PoolingMethod.MAX else 1 << 40
+        # In a narrow dtype its own end does: max(real values, dtype min) = max(real values).
+        info = np.iinfo(a.dtype)
+        sentinel = info.min if method is PoolingMethod.MAX else info.max
+        if a.dtype == np.int64:
+            sentinel = -(1 << 40) if method is PoolingMethod.MAX else 1 << 40
         y = _pool_taps(a, g, sentinel, np.maximum if method is PoolingMethod.MAX else np.minimum)
     dtype = np.int8 if regs.input_type is Precision.INT8 else np.int16
     return np.asarray(y, dtype=dtype)

@@ -188,8 +188,13 @@ class SdpPlan:
             out_bits=bits,
         )
 
-    def run(self, x: np.ndarray, element: Mapping[str, np.ndarray], bound) -> SdpResult:
-        """The pass on ``x``; raises :class:`Fallback` where the reference path must run."""
+    def run(
+        self, x: np.ndarray, element: Mapping[str, np.ndarray], bound, int8_out: bool = False
+    ) -> SdpResult:
+        """The pass on ``x``; raises :class:`Fallback` where the reference path must run.
+
+        ``int8_out``: an 8-bit output comes back as int8 (same values), clipped straight into
+        it, for callers that store int8 codes anyway (one pass less than int16 then int8)."""
         if not self.fused or x.ndim < 2 or x.size == 0 or set(element) - set(EW_OPERANDS):
             raise Fallback
         if self.channels is not None and self.channels not in (1, x.shape[1]):
@@ -199,9 +204,9 @@ class SdpPlan:
         _x_unit(acc, self.bn, x.ndim)
         if self.y is not None:
             _y_unit(acc, self.y, _element_operands(element, x.shape))
-        return self._output(acc)
+        return self._output(acc, int8_out)
 
-    def _output(self, acc: _Acc) -> SdpResult:
+    def _output(self, acc: _Acc, int8_out: bool = False) -> SdpResult:
         c = self.cvt
         if c.offset:
             acc.apply(np.subtract, c.offset, acc.lo - c.offset, acc.hi - c.offset)
@@ -220,7 +225,7 @@ class SdpPlan:
             clamped += int(np.count_nonzero(acc.a > hi))
         if acc.lo < lo:
             clamped += int(np.count_nonzero(acc.a < lo))
-        y = np.empty(acc.a.shape, dtype=np.int16)
+        y = np.empty(acc.a.shape, dtype=np.int8 if int8_out and self.out_bits == 8 else np.int16)
         np.clip(acc.a, lo, hi, out=y, casting="unsafe")
         return SdpResult(y=y, OUT_SATURATION=flags, LUT_UFLOW=0, LUT_OFLOW=0, LUT_HYBRID=0,
                          LUT_LE_HIT=0, LUT_LO_HIT=0, STATUS_UNEQUAL=0,

@@ -66,8 +66,8 @@ class ConvLayer(Layer):
     def __post_init__(self) -> None:
         m, cg, kh, kw = self.weights.shape
         g = self.attrs["group"]
-        # float32 holds int8 exactly; matmul_exact picks float32 GEMMs (or runs of them) where
-        # its bound allows, so the columns are gathered in float32 too.
+        # float32 holds int8 exactly: matmul_exact's float GEMMs (or runs of them) read it as
+        # is, and its int8 engine takes it as s8 weights.
         kernel = self.weights.reshape(g, m // g, cg * kh * kw).astype(np.float32)
         kernel.setflags(write=False)
         object.__setattr__(self, "_kernel", kernel)
@@ -87,16 +87,16 @@ class ConvLayer(Layer):
         if self.dense:
             y, acc = y.reshape(y.shape[0], -1), acc.reshape(acc.shape[0], -1)
         counters = {"acc_saturated": sat, **sdp_counters(results)}
-        codes = y.astype(np.int8)
+        codes = y.astype(np.int8, copy=False)  # int8 already from the fused SDP path
         return LayerOutput(QTensor(codes, self.encoding), counters, {"acc": acc})
 
     def _columns(self, x: np.ndarray) -> tuple[np.ndarray, int, int]:
-        """im2col: ``(N, C, kh*kw, OH*OW)`` in the kernel's float type (exact for int8 codes;
-        zero padding = code 0), in one copy laid out as the GEMM reads it."""
+        """im2col: ``(N, C, kh*kw, OH*OW)`` int8 codes (zero padding = code 0), in one copy
+        laid out as the GEMM reads it: the int8 engine takes it without a conversion pass."""
         a = self.attrs
         kh, kw = self.weights.shape[2:]
         view = sliding_windows(x, (kh, kw), strides=a["strides"], dilations=a["dilations"],
-                               pads=a["pads"], dtype=self._kernel.dtype)  # fmt: skip
+                               pads=a["pads"])  # fmt: skip
         n, c, oh, ow = view.shape[:4]
         cols = view.transpose(0, 1, 4, 5, 2, 3).reshape(n, c, kh * kw, oh * ow)
         return cols, oh, ow
@@ -115,7 +115,10 @@ class ConvLayer(Layer):
             a, b = cols[:, 0].transpose(0, 2, 1), kernel_t[0]  # (N, P, K) @ (K, M)
         else:
             a, b = cols.transpose(0, 1, 3, 2), kernel_t  # (N, g, P, K/g) @ (g, K/g, M/g)
-        out = np.ascontiguousarray(matmul_exact(a, b, a_max=128).swapaxes(-1, -2))
+        # int32 where the int8 engine computes it (its s32 sums are exact, |acc| <= B < 2^31):
+        # the SDP starts from int32 within the bound compute() passes, with no widening pass.
+        out = matmul_exact(a, b, a_max=128, allow_int32=True)
+        out = np.ascontiguousarray(out.swapaxes(-1, -2))
         return out.reshape(n, g * mg, oh, ow)
 
     def _partials(self, x: np.ndarray) -> np.ndarray:

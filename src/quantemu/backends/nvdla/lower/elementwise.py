@@ -60,10 +60,10 @@ class EwLayer(Layer):
         """The EW pass (operand broadcast to the main input's shape) and the extra passes."""
         x = np.asarray(inputs[self.main].codes)
         other = self.constant if self.constant is not None else inputs[1 - self.main].codes
-        first = self.stages[0].run(x, {self.operand_name: np.asarray(other)})
+        first = self.stages[0].run(x, {self.operand_name: np.asarray(other)}, int8_out=True)
         y, rest = run_stages(self.stages[1:], first.y)
         counters = sdp_counters([first, *rest])
-        return LayerOutput(QTensor(y.astype(np.int8), self.encoding), counters)
+        return LayerOutput(QTensor(y.astype(np.int8, copy=False), self.encoding), counters)
 
 
 def _lift(ratio: float) -> int:

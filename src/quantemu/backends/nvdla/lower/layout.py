@@ -65,7 +65,7 @@ class ConcatLayer(Layer):
         parts, results = [], []
         for stage, t in zip(self.stages, inputs, strict=True):
             y, r = run_stages(() if stage is None else (stage,), np.asarray(t.codes))
-            parts.append(y.astype(np.int8))
+            parts.append(y.astype(np.int8, copy=False))
             results.extend(r)
         y = np.concatenate(parts, axis=self.axis)
         return LayerOutput(QTensor(y, self.encoding), sdp_counters(results))

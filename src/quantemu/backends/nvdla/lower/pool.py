@@ -39,7 +39,7 @@ class PdpLayer(Layer):
         y = np.asarray(inputs[0].codes)
         for regs in self.stages:
             y = pdp(y, regs)
-        return LayerOutput(QTensor(y.astype(np.int8), self.encoding), {})
+        return LayerOutput(QTensor(y.astype(np.int8, copy=False), self.encoding), {})
 
 
 def _check_geometry(node: Node, kernel, strides, pads) -> None:

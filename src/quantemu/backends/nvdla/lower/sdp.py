@@ -53,6 +53,7 @@ class SdpStage:
         x: np.ndarray,
         element_operands: Mapping[str, np.ndarray] | None = None,
         bound: tuple[int, int] | None = None,
+        int8_out: bool = False,
     ):
         """Run the pass on ``x`` (``[N, C, ...]`` int values); returns the :class:`SdpResult`.
 
@@ -61,10 +62,11 @@ class SdpStage:
         have ``x``'s shape (or broadcast to it). ``bound`` = ``(lo, hi)``, when given, must hold
         every value of ``x`` (the caller proves it); the fused path then skips the range scan.
         Results are :func:`sdp`'s exactly: what the fused path does not cover runs :func:`sdp`.
+        ``int8_out``: the fused path may return an 8-bit output as int8 (same values).
         """
         x = np.asarray(x)
         try:
-            return self._plan.run(x, element_operands or {}, bound)
+            return self._plan.run(x, element_operands or {}, bound, int8_out)
         except Fallback:
             pass
         ndim = np.ndim(x)
@@ -90,7 +92,7 @@ class SdpLayer(Layer):
         """Run the passes; counters include the LUT ones when the LUT is active."""
         y, results = run_stages(self.stages, np.asarray(inputs[0].codes))
         counters = sdp_counters(results, lut=self.lut)
-        return LayerOutput(QTensor(y.astype(np.int8), self.encoding), counters)
+        return LayerOutput(QTensor(y.astype(np.int8, copy=False), self.encoding), counters)
 
 
 def run_stages(
@@ -100,7 +102,8 @@ def run_stages(
     ``bound`` holds every value of ``x`` (see :meth:`SdpStage.run`)."""
     results = []
     for stage in stages:
-        r = stage.run(x, bound=bound)
+        # int8 out: the next stage starts from the int8 range, the caller stores int8 codes
+        r = stage.run(x, bound=bound, int8_out=True)
         bound = None
         results.append(r)
         x = r.y
