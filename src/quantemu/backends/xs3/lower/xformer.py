@@ -28,7 +28,7 @@ from quantemu.backends.xs3.lower.compiled import lower_compiled
 from quantemu.backends.xs3.lower.xformer_mul import lower_xc_mul
 from quantemu.backends.xs3.lower.xformer_softmax import lower_xc_softmax
 from quantemu.backends.xs3.xformer.lookup import lookup8, lookup_table_int8
-from quantemu.backends.xs3.xformer.ot_fused import plan_ot, run_fused
+from quantemu.backends.xs3.xformer.ot_fused import FusedOt, frozen_operand, plan_ot, run_fused
 from quantemu.backends.xs3.xformer.output_transform import (
     DEFAULT_ERR_THRESHOLD,
     OtKind,
@@ -81,15 +81,25 @@ class XcConv2dLayer(Layer):
         object.__setattr__(self, "_gemm", gemm)
         object.__setattr__(self, "_acc_max", int(bound.max(initial=0)))
         object.__setattr__(self, "_plan", plan)
+        object.__setattr__(self, "_offset", None)
+        if not self.depthwise:  # the offset-binary columns' extra sum, folded into the OT
+            offset = xformer_cols.offset_correction(gemm)
+            object.__setattr__(self, "_offset", offset)
+            object.__setattr__(self, "_plan_offset", _offset_plan(plan, offset))
 
     def compute(self, inputs: list[QTensor]) -> LayerOutput:
         """Sums, then the group or channelwise output transform on channels-last values."""
         x = inputs[0].codes
         if x.ndim == 2:  # a fully connected layer: a 1x1 conv on (N, I, 1, 1)
             x = x[:, :, None, None]
-        acc = self._sums(x)  # (N, OH, OW, C)
-        y = self._reference_ot(acc) if self._plan is None else run_fused(self._plan, acc)
-        y = y.transpose(0, 3, 1, 2)
+        acc, offset = self._sums(x)  # (N, OH, OW, C), offset binary or not
+        plan = self._plan_offset if offset else self._plan
+        if plan is None:
+            y = self._reference_ot(acc - self._offset if offset else acc).transpose(0, 3, 1, 2)
+        else:  # the last pass writes NCHW directly
+            n, oh, ow, c = acc.shape
+            y = np.empty((n, c, oh, ow), np.int8)
+            run_fused(plan, acc, out=y.transpose(0, 2, 3, 1), consume=True)
         if inputs[0].codes.ndim == 2:
             y = y[:, :, 0, 0]
         counters = {}
@@ -112,8 +122,10 @@ class XcConv2dLayer(Layer):
         """Products summed per output (C_in / group * K_h * K_w)."""
         return int(np.prod(self.weights.shape[1:]))
 
-    def _sums(self, x: np.ndarray) -> np.ndarray:
-        """Exact sums, channels last ``(N, OH, OW, O)``, over int8 windows (no widening copy)."""
+    def _sums(self, x: np.ndarray) -> tuple[np.ndarray, bool]:
+        """Exact sums, channels last ``(N, OH, OW, O)``, over int8 windows (no widening copy),
+        and whether they are over the offset-binary columns (``+ self._offset`` per channel).
+        Those come as the int8 engine's own int32 result where it computes them."""
         x = np.asarray(x, np.int8)
         kernel = self.weights.shape[2:]
         if not self.depthwise:
@@ -121,8 +133,8 @@ class XcConv2dLayer(Layer):
             found = xformer_cols.columns(x, kernel, pad_value=self.pad_value, **geometry)
             if found is not None:
                 cols, (n, oh, ow) = found
-                acc = matmul_exact(cols, self._gemm, a_max=128)
-                return acc.reshape(n, oh, ow, self._gemm.shape[1])
+                acc = matmul_exact(cols, self._gemm, a_max=255, allow_int32=True)
+                return acc.reshape(n, oh, ow, self._gemm.shape[1]), True
         win = sliding_windows(
             x,
             kernel,
@@ -134,7 +146,7 @@ class XcConv2dLayer(Layer):
         n, oh, ow, c, kh, kw = win.shape
         if not self.depthwise:  # a cropping pad: the generic windows, rows in (kh, kw, C) order
             cols = win.transpose(0, 1, 2, 4, 5, 3).reshape(n * oh * ow, -1)
-            return matmul_exact(cols, self._gemm, a_max=128).reshape(n, oh, ow, -1)
+            return matmul_exact(cols, self._gemm, a_max=128).reshape(n, oh, ow, -1), False
         # int32 products and sums are exact while the proved bound fits
         dtype = np.int32 if self._acc_max <= 2**31 - 1 else np.int64
         w = self._gemm.astype(dtype, copy=False)
@@ -142,7 +154,19 @@ class XcConv2dLayer(Layer):
         for r in range(kh):  # a loop over taps, each a whole-tensor product
             for s in range(kw):
                 acc += win[..., r, s] * w[:, r, s]
-        return acc
+        return acc, False
+
+
+def _offset_plan(plan: FusedOt | None, offset: np.ndarray) -> FusedOt | None:
+    """``plan`` for sums over offset-binary columns: the correction joins the first add.
+
+    Exact in int32: the plan proved ``128 * sum_k |w[k, o]| + first_add < 2**31`` and
+    ``|offset[o]|`` is at most the former, so the new operand fits; the first add may wrap on
+    the way, but its result, ``acc + first_add``, is the one the plan proved in range."""
+    if plan is None or plan.zero:
+        return plan
+    first = np.asarray(plan.first_add, np.int64) - offset
+    return dataclasses.replace(plan, first_add=frozen_operand(first))
 
 
 def _padded_channels(count: int) -> int:

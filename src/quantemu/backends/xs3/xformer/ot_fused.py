@@ -42,7 +42,7 @@ class FusedOt:
     steps: tuple[tuple[str, np.ndarray | int | None], ...]
 
 
-def _frozen(a) -> np.ndarray | int:
+def frozen_operand(a) -> np.ndarray | int:
     arr = np.ascontiguousarray(a, np.int32)
     if arr.size and np.all(arr == arr.flat[0]):
         return int(arr.flat[0])  # one value for every channel: a scalar operand is cheaper
@@ -74,11 +74,16 @@ def _left_tail(mul, bias, k: int) -> list:
     up = np.array([_vdepth8_left(SAT16 + int(b), k) == 127 for b in np.unique(bias)])
     down = np.array([_vdepth8_left(-SAT16 + int(b), k) == -128 for b in np.unique(bias)])
     half, shr = (1 << (7 - k), 8 - k) if k <= 7 else (0, 0)
-    steps = [("mul", _frozen(mul))]
+    steps = [("mul", frozen_operand(mul))]
     if up.all() and down.all():  # VLMUL's rounding, VLADD and VDEPTH8's rounding: one add
-        steps += [("add", _frozen(2**13 + (bias + half) * 2**14)), ("shr", 14 + shr)]
+        steps += [("add", frozen_operand(2**13 + (bias + half) * 2**14)), ("shr", 14 + shr)]
     else:
-        steps += [("add", 2**13), ("shr", 14), ("sat16", None), ("add", _frozen(bias + half))]
+        steps += [
+            ("add", 2**13),
+            ("shr", 14),
+            ("sat16", None),
+            ("add", frozen_operand(bias + half)),
+        ]
         steps += [("shr", shr)] if shr else []
     return steps + ([("shl", k - 8)] if k > 8 else [])
 
@@ -90,11 +95,11 @@ def _general_tail(m, mul, bias, fs: int, rounding) -> list:
     mm = (m * np.abs(mul) + 2**13) >> 14  # |t * mul| <= 32767 * 32768 < 2**30
     sat_mul = bool(np.any(mm > SAT16))
     m2 = np.minimum(mm, SAT16) + np.abs(bias)
-    steps = [("mul", _frozen(mul))]
+    steps = [("mul", frozen_operand(mul))]
     if sat_mul:
-        steps += [("add", 2**13), ("shr", 14), ("sat16", None), ("add", _frozen(bias))]
+        steps += [("add", 2**13), ("shr", 14), ("sat16", None), ("add", frozen_operand(bias))]
     else:
-        steps += [("add", _frozen(2**13 + bias * 2**14)), ("shr", 14)]
+        steps += [("add", frozen_operand(2**13 + bias * 2**14)), ("shr", 14)]
     if np.any(m2 > SAT16):
         steps.append(("sat16", None))
     if fs < 0:  # -31 <= fs < -14: a left shift that may wrap, SAT16, then VDEPTH8
@@ -123,7 +128,7 @@ def plan_ot(shift, mul, bias, *, initial_left: int, final_shr: int, acc_bound, r
     if fs >= 15 or fs <= -32:  # sign -> VDEPTH8 gives 0; a shift of 32+ leaves 0
         return FusedOt(zero=True, first_add=0, steps=())
     m = (b + r) >> s  # floor((-b + r) / 2**s) is no larger in magnitude
-    steps = [("shr", _frozen(s))] if np.any(s) else []
+    steps = [("shr", frozen_operand(s))] if np.any(s) else []
     if np.any(m > SAT16):
         steps.append(("sat16", None))
     m = np.minimum(m, SAT16)
@@ -134,7 +139,7 @@ def plan_ot(shift, mul, bias, *, initial_left: int, final_shr: int, acc_bound, r
         steps += _left_tail(mul, bias, -fs)
     else:
         steps += _general_tail(m, mul, bias, fs, rounding)
-    return FusedOt(zero=False, first_add=_frozen(r), steps=tuple(steps))
+    return FusedOt(zero=False, first_add=frozen_operand(r), steps=tuple(steps))
 
 
 def _shl_wrap(t: np.ndarray, k: int) -> None:
@@ -143,11 +148,21 @@ def _shl_wrap(t: np.ndarray, k: int) -> None:
     np.left_shift(u, np.uint32(k), out=u)
 
 
-def run_fused(plan: FusedOt, acc: np.ndarray) -> np.ndarray:
-    """The OT of ``acc`` (channels last, int32 or int64 within the plan's bound) as int8."""
+def run_fused(
+    plan: FusedOt, acc: np.ndarray, out: np.ndarray | None = None, *, consume: bool = False
+) -> np.ndarray:
+    """The OT of ``acc`` (channels last, int32 or int64 within the plan's bound) as int8.
+
+    ``out``: an int8 array of ``acc``'s shape to write into (a transposed view of the caller's
+    NCHW output, say: the last pass then does the layout change, no extra copy). ``consume``:
+    the caller no longer needs ``acc``; a writable int32 one is then the working buffer (no
+    fresh buffer to allocate and fault in)."""
+    y = np.empty(acc.shape, np.int8) if out is None else out
     if plan.zero:
-        return np.zeros(acc.shape, np.int8)
-    t = np.empty(acc.shape, np.int32)
+        y.fill(0)
+        return y
+    own = consume and acc.dtype == np.int32 and acc.flags.writeable
+    t = acc if own else np.empty(acc.shape, np.int32)
     np.add(acc, plan.first_add, out=t, casting="unsafe")  # exact: |acc| + r <= 2**31 - 1
     for op, operand in plan.steps:  # a handful of whole-tensor passes
         if op == "add":
@@ -160,9 +175,8 @@ def run_fused(plan: FusedOt, acc: np.ndarray) -> np.ndarray:
             _shl_wrap(t, operand)
         else:
             np.clip(t, -SAT16, SAT16, out=t)
-    y = np.empty(acc.shape, np.int8)
     np.clip(t, -128, 127, out=y, casting="unsafe")
     return y
 
 
-__all__ = ["FusedOt", "plan_ot", "run_fused"]
+__all__ = ["FusedOt", "frozen_operand", "plan_ot", "run_fused"]
