@@ -6,14 +6,13 @@ import numpy as np
 
 from quantemu.backends.onednn.im2col import (
     dense_columns,
-    im2col,
     in_bounds,
     is_dense,
     segment_layout,
     weight_columns,
 )
 from quantemu.backends.onednn.matmul import MAX_REDUCTION, AccumulatorResult, to_int32
-from quantemu.backends.onednn.pairsum import ArrayCache, exact_matmul, pair_sum_matmul
+from quantemu.backends.onednn.pairsum import ArrayCache, correct_pair_sums, exact_matmul
 from quantemu.backends.onednn.params import (
     INT32_MAX,
     Conv2dParams,
@@ -60,13 +59,17 @@ def conv2d(x: np.ndarray, w: np.ndarray, params: Conv2dParams) -> AccumulatorRes
         weights, geometry.groups, layout, params.impl if pairing else None, dtype
     )
     saturated = 0
-    if pairing:  # the pair-sum engine reads int16 operands
-        result = pair_sum_matmul(im2col(x.astype(np.int16), geometry, layout, out_hw), wcols)
-        acc, saturated = result.acc, result.saturated_pairs
-    else:  # 8-bit columns: the int8 engine reads u8 in place (the float path converts them)
-        cols = dense_columns(x, geometry, w.shape[2:], out_hw)
-        # int32 only when the int8 engine computes it: its own bound proves it exact.
-        acc = exact_matmul(cols, wcols, a_max=src_max, allow_int32=True)
+    # 8-bit columns: the int8 engine reads u8 in place (the float path converts them).
+    cols = dense_columns(x, geometry, w.shape[2:], out_hw)
+    dense_w = wcols
+    if pairing:  # the exact product in dense order, then the pair corrections on top
+        exact_layout = segment_layout(None, *w.shape[1:])
+        dense_w = _weight_columns(weights, geometry.groups, exact_layout, None, np.float32)
+    # int32 only when the int8 engine computes it: its own bound proves it exact.
+    acc = exact_matmul(cols, dense_w, a_max=src_max, allow_int32=True)
+    if pairing:
+        slots = _dense_slots(layout, w.shape[3])
+        saturated, _ = correct_pair_sums(acc, cols.swapaxes(1, 2), slots, wcols)
     n = x.shape[0]
     g, _, og = acc.shape
     acc = acc.reshape(g, n, out_hw[0] * out_hw[1], og)
@@ -102,6 +105,20 @@ def _accumulator_bound(wcols: np.ndarray, src_max: int, zp: int, halve: bool) ->
 
 
 _WCOLS = ArrayCache()
+
+
+def _dense_slots(layout, kw: int) -> np.ndarray:
+    """Row of ``dense_columns``' ``(kh, kw, c)`` order for each slot of ``layout`` (row 0 for a
+    padding slot, whose weight is 0), built once per layout."""
+    cached = _SLOTS.get(id(layout))
+    if cached is None or cached[0] is not layout:
+        cg = int(layout.c.max()) + 1
+        index = np.where(layout.c < 0, 0, (layout.kh * kw + layout.kw) * cg + layout.c)
+        cached = _SLOTS[id(layout)] = (layout, index.astype(np.intp))
+    return cached[1]
+
+
+_SLOTS: dict[int, tuple] = {}
 
 
 def _weight_columns(w: np.ndarray, groups: int, layout, impl: ConvImpl | None, dtype):

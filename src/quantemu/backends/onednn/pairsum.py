@@ -26,7 +26,14 @@ import numpy as np
 from quantemu.intmath import matmul_exact, saturate
 from quantemu.intmath.matmul import ArrayCache
 
-__all__ = ["ArrayCache", "PairSumResult", "exact_matmul", "pair_sum_matmul", "risky_pairs"]
+__all__ = [
+    "ArrayCache",
+    "PairSumResult",
+    "correct_pair_sums",
+    "exact_matmul",
+    "pair_sum_matmul",
+    "risky_pairs",
+]
 
 S16_MIN = -(2**15)
 S16_MAX = 2**15 - 1
@@ -74,24 +81,36 @@ def risky_pairs(
     if a_mag == 0:
         return (np.zeros(0, np.intp),) * 3
     if a_mag <= 255:
-        # The prefilter's survivors at the smallest threshold depend on the weights alone:
-        # found once per weight matrix, then narrowed to this call's threshold (same order).
-        gi, ji, ni, mag = _PAIR_CANDIDATES.get(b, "pairs", lambda: _candidates(b, S16_MAX // 255))
-        keep = mag > S16_MAX // a_mag
-        gi, ji, ni = gi[keep], ji[keep], ni[keep]
+        # The prefilter's survivors at the smallest threshold, with their weights and flat
+        # operand indices, depend on the weights alone: found once per weight matrix. Narrowing
+        # them to this call's threshold is skipped: the exact bound below clears every pair the
+        # narrowing would (|pair| <= a_mag·(|b0| + |b1|) <= 32767), in the same order.
+        gi, ni, ji, flat, b01 = _PAIR_CANDIDATES.get(b, "bounds", lambda: _candidate_bounds(b))
     else:
         gi, ji, ni, _ = _candidates(b, S16_MAX // a_mag)
-    k0, k1 = 2 * ji, 2 * ji + 1
+        flat = gi * b.shape[1] + 2 * ji
+        b01 = (b[gi, 2 * ji, ni].astype(np.int32), b[gi, 2 * ji + 1, ni].astype(np.int32))
+    lo_flat = a_min.reshape(-1)
+    hi_flat = a_max.reshape(-1)
     upper = np.zeros(gi.size, np.int32)
     lower = np.zeros(gi.size, np.int32)
-    for k in (k0, k1):
-        bk = b[gi, k, ni].astype(np.int32)
-        lo = a_min[gi, k].astype(np.int32) * bk
-        hi = a_max[gi, k].astype(np.int32) * bk
+    for offset, bk in enumerate(b01):
+        lo = lo_flat.take(flat + offset).astype(np.int32) * bk
+        hi = hi_flat.take(flat + offset).astype(np.int32) * bk
         upper += np.maximum(lo, hi)
         lower += np.minimum(lo, hi)
     keep = (upper > S16_MAX) | (lower < S16_MIN)
     return gi[keep], ni[keep], ji[keep]
+
+
+def _candidate_bounds(b: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``_candidates`` at ``a_mag = 255`` as ``(g, n, j, flat index of k0 in (G, L), (b0, b1))``."""
+    gi, ji, ni, _ = _candidates(b, S16_MAX // 255)
+    flat = gi * b.shape[1] + 2 * ji
+    b01 = (b[gi, 2 * ji, ni].astype(np.int32), b[gi, 2 * ji + 1, ni].astype(np.int32))
+    for arr in (flat, *b01):
+        arr.setflags(write=False)
+    return gi, ni, ji, flat, b01
 
 
 _PAIR_CANDIDATES = ArrayCache()
@@ -203,3 +222,66 @@ def _dense_pair_sums(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, int]:
         saturated += int(np.count_nonzero(clipped != p))
         acc += clipped.sum(axis=2)
     return acc, saturated
+
+
+def correct_pair_sums(
+    acc: np.ndarray, cols_t: np.ndarray, slots: np.ndarray, b: np.ndarray
+) -> tuple[int, int]:
+    """Turn the exact product ``acc (G, M, N)`` into the pair-saturated one, in place.
+
+    ``cols_t (G, K, M)`` (C-contiguous, 8-bit) holds the operand that ``acc`` was computed from,
+    one reduction index per row; ``slots (L,)`` maps each slot of ``b (G, L, N)``'s pairing order
+    to its row (any row for a padding slot: its weight is 0). The result equals
+    ``pair_sum_matmul(cols_t[:, slots].transpose(0, 2, 1), b)``, but the exact GEMM runs on the
+    dense operand and the risky pairs read whole contiguous rows of ``cols_t``. One min/max scan
+    of the 8-bit operand bounds the slots. Returns ``(saturated pairs, risky pairs)``. ``acc``
+    may be int32 when the caller has proved the exact product inside s32: saturation only
+    shrinks pair sums, so every partial state stays inside that bound.
+    """
+    g, m, n = acc.shape
+    if m == 0 or n == 0 or b.shape[1] == 0:
+        return 0, 0
+    a_min = cols_t.min(axis=2)[:, slots]
+    a_max = cols_t.max(axis=2)[:, slots]
+    gi, ni, ji = risky_pairs(a_min, a_max, b)
+    if gi.size == 0:
+        return 0, 0
+    if gi.size * _DENSE_RATIO > g * n * (b.shape[1] // 2):
+        a = cols_t[:, slots, :].transpose(0, 2, 1)
+        dense, saturated = _dense_pair_sums(a, b)
+        acc[...] = dense
+        return saturated, int(gi.size)
+    order = np.argsort(gi * n + ni, kind="stable")
+    gi, ni, ji = gi[order], ni[order], ji[order]
+    saturated = 0
+    block = max(1, _BLOCK_ELEMENTS // m)
+    for start in range(0, gi.size, block):
+        sl = slice(start, start + block)
+        saturated += _correct_rows(cols_t, slots, b, (gi[sl], ni[sl], ji[sl]), acc)
+    return saturated, int(gi.size)
+
+
+def _correct_rows(
+    cols_t: np.ndarray, slots: np.ndarray, b: np.ndarray, pairs: tuple, acc: np.ndarray
+) -> int:
+    """``_correct_block`` on row-major operands: add ``sat16(p) - p`` into ``acc[g, m, n]``."""
+    gi, ni, ji = pairs
+    k0 = 2 * ji
+    # (R, M) pair sums, each row gathered as one contiguous row of cols_t; int32 holds them.
+    p = cols_t[gi, slots[k0]] * b[gi, k0, ni].astype(np.int32)[:, None]
+    p += cols_t[gi, slots[k0 + 1]] * b[gi, k0 + 1, ni].astype(np.int32)[:, None]
+    np.clip(p, S16_MIN, S16_MAX, out=(delta := np.empty_like(p)))
+    delta -= p  # sat16(p) - p: nonzero exactly where the pair saturates
+    flat = np.flatnonzero(delta)  # one pass finds and counts the saturated pair sums
+    count = int(flat.size)
+    if count == 0:
+        return 0
+    if count * 16 < delta.size:
+        ri, mi = np.divmod(flat, delta.shape[1])
+        np.add.at(acc, (gi[ri], mi, ni[ri]), delta.reshape(-1)[flat].astype(acc.dtype))
+        return count
+    column = gi * b.shape[2] + ni  # sorted: equal columns are consecutive, runs distinct
+    starts = np.flatnonzero(np.r_[True, column[1:] != column[:-1]])
+    sums = np.add.reduceat(delta, starts, axis=0).astype(acc.dtype)
+    acc[gi[starts], :, ni[starts]] += sums
+    return count
