@@ -84,7 +84,7 @@ def fingerprint() -> dict[str, dict[str, str]]:
         for ev in document["evaluations"]:
             ev.get("header", {}).pop("quantemu", None)
         text = json.dumps(document, indent=1, sort_keys=True)
-        codes = _digest_codes(prog.run(x))
+        codes = _digest_codes(prog.run(x, keep="all"))  # every layer, not just the outputs
         header = json.dumps(prog.header, sort_keys=True)
         out[key] = {
             "json": hashlib.sha256(text.encode()).hexdigest(),
