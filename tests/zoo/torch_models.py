@@ -8,10 +8,15 @@ no-op. Every model is returned in eval mode.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
+from pathlib import Path
 
+import numpy as np
 import torch
 from torch import nn
+
+import quantemu
 
 
 def _conv_bn(cin: int, cout: int, k: int, stride: int = 1, groups: int = 1) -> list[nn.Module]:
@@ -275,3 +280,16 @@ def export(name: str, path, exporter: str) -> None:
             torch.onnx.export(model, (x,), str(path), dynamo=False)
         else:
             torch.onnx.export(model, (x,), str(path))
+
+
+def compiled_export(name: str, exporter: str, folder, backend: str, *, seed: int = 7, **options):
+    """``name`` exported by ``exporter`` into ``folder`` (warnings silenced) and compiled onto
+    ``backend`` with 8 seeded normal calibration samples; returns ``(program, rng)``, the
+    generator positioned after the calibration draw, for the caller's inputs."""
+    path = Path(folder) / f"{name}_{exporter}.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        export(name, path, exporter)
+    rng = np.random.default_rng(seed)
+    calib = rng.standard_normal((8, *ZOO[name][1][1:])).astype(np.float32)
+    return quantemu.compile(str(path), backend, calib=calib, **options), rng

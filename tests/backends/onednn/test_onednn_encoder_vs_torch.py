@@ -18,8 +18,6 @@ these layers it agrees.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 
@@ -36,7 +34,7 @@ from quantemu.calibration.ranges import TensorRange  # noqa: E402
 from quantemu.graph import load_onnx, optimize  # noqa: E402
 from tests.backends.onednn.peer_runner import cpu_flags, host_isa  # noqa: E402
 from tests.graph.onnx_models import model  # noqa: E402
-from tests.zoo.torch_models import ZOO, export  # noqa: E402
+from tests.zoo.torch_models import ZOO, compiled_export  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor:UserWarning")
 
@@ -54,14 +52,9 @@ def isa():
 @pytest.fixture(scope="module", params=["torchscript", "dynamo"])
 def lowered_run(request, tmp_path_factory, isa):
     """(program, per-sample run results) of the encoder export by one exporter."""
-    path = tmp_path_factory.mktemp("enc") / f"encoder_{request.param}.onnx"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        export("encoder", path, request.param)
+    folder = tmp_path_factory.mktemp("enc")
+    program, rng = compiled_export("encoder", request.param, folder, "onednn", isa=isa.value)
     shape = ZOO["encoder"][1][1:]
-    rng = np.random.default_rng(7)
-    calib = rng.standard_normal((8, *shape)).astype(np.float32)
-    program = quantemu.compile(str(path), "onednn", calib=calib, isa=isa.value)
     x = rng.standard_normal((SAMPLES, *shape)).astype(np.float32)
     # The default exporter fixes the batch at 1: run sample by sample.
     return program, [program.run(x[i : i + 1], keep="all") for i in range(SAMPLES)]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import warnings
 
 import numpy as np
 import pytest
@@ -203,17 +202,11 @@ def test_other_forms_stay_float_fallbacks(form):
 def encoder_run(request, tmp_path_factory):
     if request.param == "dynamo":
         pytest.importorskip("onnxscript")
-    from tests.zoo.torch_models import ZOO, export
+    from tests.zoo.torch_models import ZOO, compiled_export
 
-    path = tmp_path_factory.mktemp("enc") / f"encoder_{request.param}.onnx"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        export("encoder", path, request.param)
-    shape = ZOO["encoder"][1][1:]
-    rng = np.random.default_rng(7)
-    calib = rng.standard_normal((8, *shape)).astype(F)
-    program = quantemu.compile(str(path), "onednn", calib=calib, progress=False)
-    x = rng.standard_normal((1, *shape)).astype(F)
+    folder = tmp_path_factory.mktemp("enc")
+    program, rng = compiled_export("encoder", request.param, folder, "onednn", progress=False)
+    x = rng.standard_normal((1, *ZOO["encoder"][1][1:])).astype(F)
     return program, program.run(x, keep="all")
 
 

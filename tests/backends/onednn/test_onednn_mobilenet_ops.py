@@ -13,14 +13,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import warnings
 
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 
-import quantemu  # noqa: E402
 from quantemu.backends.onednn import hard_ops, reference  # noqa: E402
 from quantemu.backends.onednn.hard_ops import (  # noqa: E402
     HARDSIGMOID_QPARAMS,
@@ -262,16 +260,12 @@ def test_fx_x86_flow_quantizes_these_ops():
 def mobilenet_run(request, tmp_path_factory):
     if request.param == "dynamo":
         pytest.importorskip("onnxscript")
-    from tests.zoo.torch_models import ZOO, export
+    from tests.zoo.torch_models import ZOO, compiled_export
 
-    path = tmp_path_factory.mktemp("mnv3") / f"mobilenet_v3_small_{request.param}.onnx"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        export("mobilenet_v3_small", path, request.param)
-    shape = ZOO["mobilenet_v3_small"][1][1:]
-    rng = np.random.default_rng(7)
-    calib = rng.standard_normal((8, *shape)).astype(F)
-    program = quantemu.compile(str(path), "onednn", calib=calib, progress=False)
+    folder = tmp_path_factory.mktemp("mnv3")
+    name = "mobilenet_v3_small"
+    program, rng = compiled_export(name, request.param, folder, "onednn", progress=False)
+    shape = ZOO[name][1][1:]
     return program, program.run(rng.standard_normal((2, *shape)).astype(F), keep="all")
 
 
