@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from quantemu.errors import InvalidInputError
 from quantemu.intmath import reference
-from quantemu.intmath.windows import sliding_windows
+from quantemu.intmath.windows import sliding_windows, window_columns
 
 
 @st.composite
@@ -64,3 +64,25 @@ def test_view_without_padding():
 def test_errors(bad):
     with pytest.raises(InvalidInputError, match="sliding_windows"):
         sliding_windows(np.zeros((3, 3)), 2, **bad)
+
+
+@given(geo=geometries(), pad_value=st.integers(-128, 127), n=st.integers(1, 2), c=st.integers(1, 3))
+def test_window_columns_match_reference(geo, pad_value, n, c):
+    """The per-tap column copy holds, at [n, c, r, s, oh, ow], the reference's window value."""
+    (h, w), kernel, strides, dilations, pads = geo
+    x = np.arange(n * c * h * w, dtype=np.int64).reshape(n, c, h, w) - 50
+    kw = {"strides": strides, "dilations": dilations, "pads": pads, "pad_value": pad_value}
+    got = window_columns(x, kernel, **kw)
+    assert got.flags.c_contiguous and got.dtype == x.dtype
+    for i in range(n):
+        for j in range(c):
+            want = reference.sliding_windows(x[i, j].tolist(), kernel, **kw)
+            ours = got[i, j].transpose(2, 3, 0, 1)  # (OH, OW, kh, kw), as the reference
+            assert ours.tolist() == want or (ours.size == 0 and not want)
+
+
+def test_window_columns_errors():
+    with pytest.raises(InvalidInputError, match="window_columns"):
+        window_columns(np.zeros((3, 3)), 2)
+    with pytest.raises(InvalidInputError, match="window_columns: kernel"):
+        window_columns(np.zeros((1, 1, 3, 3)), 0)

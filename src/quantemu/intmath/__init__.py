@@ -63,7 +63,7 @@ from quantemu.intmath.saturation import (
     wrap,
     wrap_unsigned,
 )
-from quantemu.intmath.windows import sliding_windows
+from quantemu.intmath.windows import sliding_windows, window_columns
 from quantemu.intmath.wrapping_shift import (
     shift_right_round_half_up_wrapping_add,
     shift_right_round_half_up_wrapping_add_count,
@@ -114,6 +114,7 @@ __all__ = [
     "shift_right_toward_zero",
     "sliding_windows",
     "tanh",
+    "window_columns",
     "wrap",
     "wrap_unsigned",
 ]

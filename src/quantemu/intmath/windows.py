@@ -16,14 +16,14 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from quantemu.errors import InvalidInputError
 
-__all__ = ["sliding_windows"]
+__all__ = ["sliding_windows", "window_columns"]
 
 
-def _pairs(value, name: str, low: int) -> tuple[int, int]:
+def _pairs(value, name: str, low: int, where: str = "sliding_windows") -> tuple[int, int]:
     vals = tuple(value) if not isinstance(value, numbers.Integral) else (value, value)
     if len(vals) != 2 or not all(isinstance(v, numbers.Integral) and v >= low for v in vals):
         raise InvalidInputError(
-            f"sliding_windows: {name} must be one int or two ints >= {low}, got {value!r}"
+            f"{where}: {name} must be one int or two ints >= {low}, got {value!r}"
         )
     return int(vals[0]), int(vals[1])
 
@@ -110,3 +110,79 @@ def sliding_windows(
     index[ax[0]], index[ax[1]] = slice(None, None, sh), slice(None, None, sw)
     index[-2], index[-1] = slice(None, None, dh), slice(None, None, dw)
     return view[tuple(index)]
+
+
+def _tap_span(tap: int, out: int, size: int, *, stride: int, dilation: int, pad: int):
+    """``(o0, o1, first)``: the outputs ``o0 <= o < o1`` whose tap ``tap`` reads inside an axis
+    of ``size`` (the others read padding), and the input index that output ``o0`` reads."""
+    offset = tap * dilation - pad  # the input index output 0 reads; negative: in the padding
+    o0 = -(offset // stride) if offset < 0 else 0
+    o1 = min(out, (size - 1 - offset) // stride + 1) if size - 1 - offset >= 0 else 0
+    o0 = min(o0, out)
+    return o0, max(o0, o1), offset + o0 * stride
+
+
+def window_columns(x, kernel, *, strides=1, dilations=1, pads=(0, 0, 0, 0), pad_value=0):
+    """The windows of NCHW ``x`` as a C-contiguous ``(N, C, kh, kw, OH, OW)`` array.
+
+    Formula: ``y[n, c, r, s, oh, ow] = xp[n, c, oh*sh + r*dh, ow*sw + s*dw]``, ``xp`` the padded
+    (or cropped) input as in :func:`sliding_windows`, of whose view ``(N, C, OH, OW, kh, kw)``
+    this is a transposed copy. Reshaped to ``(N, C*kh*kw, OH*OW)`` (no copy) it is the
+    channel-major im2col matrix: the columns of one image, ``(c, kh, kw)``-ordered, that a
+    ``(M, C*kh*kw)`` weight matrix multiplies into NCHW outputs.
+
+    Policy: no arithmetic, values are copied in ``x``'s dtype. Negative pads crop. Why not the
+    view's own copy: each tap ``(r, s)`` is one strided slice of ``x`` (its in-bounds rectangle;
+    the positions that read padding keep ``pad_value``), so the copy moves runs of a whole output
+    row, where transposing the view moves one element at a time; and no padded input is built.
+
+    Mirrors: the im2col of ONNX ``Conv`` (NVDLA's and the float convolution's column order).
+
+    >>> x = np.arange(9).reshape(1, 1, 3, 3)
+    >>> y = window_columns(x, 2, strides=2, pads=(1, 1, 0, 0), pad_value=-1)
+    >>> y.shape, y[0, 0, 1, 1].tolist(), y[0, 0, 0, 0].tolist()
+    ((1, 1, 2, 2, 2, 2), [[0, 2], [6, 8]], [[-1, -1], [-1, 4]])
+    >>> v = sliding_windows(x, 2, strides=2, pads=(1, 1, 0, 0), pad_value=-1)
+    >>> bool((v.transpose(0, 1, 4, 5, 2, 3) == y).all())
+    True
+    """
+    x = np.asarray(x)
+    if x.ndim != 4 or len(pads) != 4:
+        raise InvalidInputError(
+            f"window_columns: x must be NCHW and pads (top, left, bottom, right), got shape "
+            f"{x.shape} and pads {pads!r}"
+        )
+    kernel = _pairs(kernel, "kernel", 1, "window_columns")
+    strides = _pairs(strides, "strides", 1, "window_columns")
+    dilations = _pairs(dilations, "dilations", 1, "window_columns")
+    n, c, h, w = x.shape
+    top, left, bottom, right = (int(p) for p in pads)
+    out = []
+    for size, k, st, d, before, after in zip(
+        (h, w), kernel, strides, dilations, (top, left), (bottom, right), strict=True
+    ):
+        span = (k - 1) * d + 1
+        padded = size + before + after
+        out.append((padded - span) // st + 1 if padded >= span else 0)
+    oh, ow = out
+    y = np.empty((n, c, *kernel, oh, ow), dtype=x.dtype)
+    rows = [
+        _tap_span(r, oh, h, stride=strides[0], dilation=dilations[0], pad=top)
+        for r in range(kernel[0])
+    ]
+    cols = [
+        _tap_span(s, ow, w, stride=strides[1], dilation=dilations[1], pad=left)
+        for s in range(kernel[1])
+    ]
+    full = all(o0 == 0 and o1 == oh for o0, o1, _ in rows) and all(
+        p0 == 0 and p1 == ow for p0, p1, _ in cols
+    )
+    if not full and y.size:
+        y.fill(pad_value)  # only where some tap reads padding
+    for r, (o0, o1, i0) in enumerate(rows):
+        for s, (p0, p1, j0) in enumerate(cols):
+            if o1 > o0 and p1 > p0:
+                ih = slice(i0, i0 + (o1 - o0 - 1) * strides[0] + 1, strides[0])
+                iw = slice(j0, j0 + (p1 - p0 - 1) * strides[1] + 1, strides[1])
+                y[:, :, r, s, o0:o1, p0:p1] = x[:, :, ih, iw]
+    return y

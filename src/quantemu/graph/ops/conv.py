@@ -4,10 +4,11 @@ Normalized attributes: ``kernel_shape=(kh, kw)``, ``strides=(sh, sw)``, ``dilati
 ``pads=(top, left, bottom, right)`` (auto_pad is resolved by the importer), ``group``; and for
 ConvTranspose also ``output_padding=(oh, ow)``.
 
-The convolution is im2col + one BLAS matmul: a strided, dilated window view of the padded input
-(``sliding_window_view``, no copy) is laid out once as ``(N, groups, C/g*kh*kw, OH*OW)`` and
-multiplied by the weights ``(groups, M/g, C/g*kh*kw)`` in a single (batched) ``np.matmul``, whose
-result is already NCHW. There is no Python loop over pixels, channels or groups.
+The convolution is im2col + one BLAS matmul: the strided, dilated windows of the padded input are
+copied once, one strided slice per kernel tap (:func:`~quantemu.intmath.window_columns`), as
+``(N, groups, C/g*kh*kw, OH*OW)`` and multiplied by the weights ``(groups, M/g, C/g*kh*kw)`` in
+a single (batched) ``np.matmul``, whose result is already NCHW. There is no Python loop over
+pixels, channels or groups (only over the kernel's taps).
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from quantemu.graph.ir import UNKNOWN_DIM, Attrs, Dim, Node, Shape, TensorInfo
 from quantemu.graph.ops._spec import data, fail, known, register, same_dim
 from quantemu.graph.ops.activation import apply_activation
+from quantemu.intmath.windows import window_columns
 
 
 def conv_out_dim(size: Dim, kernel: int, stride: int, dilation: int, pad: int, *, ceil=False):
@@ -126,32 +127,26 @@ def pad_or_crop(x: np.ndarray, pads: Sequence[int], value: float = 0.0) -> np.nd
     return x
 
 
-def windows(x: np.ndarray, kernel, strides, dilations) -> np.ndarray:
-    """The view ``(..., OH, OW, kh, kw)`` of every (strided, dilated) window of padded ``x``."""
-    (kh, kw), (sh, sw), (dh, dw) = kernel, strides, dilations
-    span = ((kh - 1) * dh + 1, (kw - 1) * dw + 1)
-    view = sliding_window_view(x, span, axis=(-2, -1))
-    return view[..., ::sh, ::sw, ::dh, ::dw]
-
-
 def conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, attrs: Attrs) -> np.ndarray:
     """Grouped 2-D convolution (cross-correlation) in float32, as ONNX Conv."""
     n = x.shape[0]
     m, cg, kh, kw = w.shape
     g = attrs["group"]
-    x = pad_or_crop(x, attrs["pads"])
-    if (kh, kw) == (1, 1):  # a 1x1 kernel needs no window copy, just a strided view
+    if (kh, kw) == (1, 1) and min(attrs["pads"]) == 0:
+        # a 1x1 kernel needs no window copy: the columns are a strided view of x itself
         sh, sw = attrs["strides"]
         x = x[:, :, ::sh, ::sw]
         oh, ow = x.shape[2:]
         cols = x.reshape(n, g, cg, oh * ow)
     else:
-        view = windows(x, (kh, kw), attrs["strides"], attrs["dilations"])
-        oh, ow = view.shape[2:4]
-        # (N, C, OH, OW, kh, kw) -> (N, g, C/g, kh, kw, OH, OW): K-major columns, so the matmul
+        # (N, C, kh, kw, OH, OW), one strided copy per tap: K-major columns, so the matmul
         # result (M/g, OH*OW) per group is already NCHW.
-        view = view.reshape(n, g, cg, oh, ow, kh, kw).transpose(0, 1, 2, 5, 6, 3, 4)
-        cols = view.reshape(n, g, cg * kh * kw, oh * ow)
+        full = window_columns(
+            x, (kh, kw), strides=attrs["strides"], dilations=attrs["dilations"],
+            pads=attrs["pads"],
+        )  # fmt: skip
+        oh, ow = full.shape[-2:]
+        cols = full.reshape(n, g, cg * kh * kw, oh * ow)
     weights = w.reshape(g, m // g, cg * kh * kw)
     out = (weights[0] @ cols[:, 0]) if g == 1 else np.matmul(weights, cols)
     out = out.reshape(n, m, oh, ow)

@@ -41,7 +41,7 @@ from quantemu.backends.nvdla.registers import (
 )
 from quantemu.errors import InvalidInputError, UnsupportedError
 from quantemu.graph.ir import Attrs, Node
-from quantemu.intmath import float32_round_half_up_add_floor, matmul_exact, sliding_windows
+from quantemu.intmath import float32_round_half_up_add_floor, matmul_exact, window_columns
 from quantemu.program import Layer, LayerOutput, LinearEncoding, QTensor
 
 INT32_LIMIT = 1 << 31
@@ -95,11 +95,11 @@ class ConvLayer(Layer):
         laid out as the GEMM reads it: the int8 engine takes it without a conversion pass."""
         a = self.attrs
         kh, kw = self.weights.shape[2:]
-        view = sliding_windows(x, (kh, kw), strides=a["strides"], dilations=a["dilations"],
-                               pads=a["pads"])  # fmt: skip
-        n, c, oh, ow = view.shape[:4]
-        cols = view.transpose(0, 1, 4, 5, 2, 3).reshape(n, c, kh * kw, oh * ow)
-        return cols, oh, ow
+        full = window_columns(x, (kh, kw), strides=a["strides"], dilations=a["dilations"],
+                              pads=a["pads"])  # fmt: skip
+        n, c = x.shape[:2]
+        oh, ow = full.shape[-2:]
+        return full.reshape(n, c, kh * kw, oh * ow), oh, ow
 
     def _accumulate(self, x: np.ndarray) -> np.ndarray:
         """Exact sums by one (grouped) GEMM; int64 ``(N, M, OH, OW)``."""
