@@ -221,3 +221,45 @@ def test_pool_works_in_a_forked_child():
         pytest.fail("the forked child hung on the inherited thread pool")
     assert child.exitcode == 0
     assert queue.get(timeout=5) == [reference.shift_right_round_half_up(v, 1) for v in range(16)]
+
+
+def test_map_tasks_keeps_order_and_runs_each_task_on_one_thread():
+    """Results in item order, whatever order they finish in; within a task threads() is 1 and
+    a nested map_tasks runs in turn; BLAS is held to one thread only while tasks run."""
+    import threading
+    import time
+
+    from threadpoolctl import threadpool_info
+
+    def blas_threads():
+        return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+    before = blas_threads()
+    seen = set()
+
+    def task(i):
+        time.sleep(0.01 * (5 - i))  # the first items finish last
+        seen.add(threading.get_ident())
+        nested = parallel.map_tasks(lambda j: parallel.threads(), [0, 1])
+        return i, parallel.threads(), nested, blas_threads()
+
+    with parallel.limit_threads(3):
+        got = parallel.map_tasks(task, range(5))
+    assert [g[0] for g in got] == list(range(5))
+    assert all(g[1] == 1 and g[2] == [1, 1] for g in got)
+    assert all(set(g[3]) <= {1} for g in got)
+    assert len(seen) > 1
+    assert blas_threads() == before
+
+
+def test_map_tasks_raises_the_first_error_after_the_others_end():
+    def task(i):
+        if i in (1, 3):
+            raise ValueError(f"item {i}")
+        return i
+
+    with parallel.limit_threads(2), pytest.raises(ValueError, match="item 1"):
+        parallel.map_tasks(task, range(6))
+    with parallel.limit_threads(1):
+        assert parallel.map_tasks(lambda i: i * 2, range(3)) == [0, 2, 4]
+        assert parallel.threads() == 1

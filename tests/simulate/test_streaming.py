@@ -9,6 +9,7 @@ import pytest
 import quantemu
 from quantemu.data import demo_dataset, demo_model_path
 from quantemu.errors import InvalidInputError
+from quantemu.intmath import parallel
 from quantemu.simulate import streaming
 
 
@@ -33,12 +34,30 @@ def test_default_keeps_outputs_and_says_how_to_keep_the_rest(program):
         result.tensors[hidden]
 
 
-def test_batches_give_what_one_pass_gives(program, monkeypatch):
-    x = _x(300)
-    whole = program.run(x, keep="all")
-    monkeypatch.setattr(streaming, "BATCH_BYTES", 1)  # the smallest batches: PROBE samples
-    streamed = program.run(x)
-    (out,) = program.graph.outputs
+@pytest.fixture(scope="module", params=["xs3", "nvdla", "onednn", "nnie", "tflite"])
+def programs(request):
+    x_calib, *_ = demo_dataset()
+    return quantemu.compile(demo_model_path(), request.param, calib=x_calib[:64])
+
+
+@pytest.mark.parametrize(("threads", "batch_bytes"), [(1, 1), (2, 1), (3, 1), (2, None)])
+def test_batches_give_what_one_pass_gives(programs, monkeypatch, threads, batch_bytes):
+    """Any split over batches, run one after the other or side by side on several threads,
+    gives every output code and every counter of one pass (BATCH_BYTES = 1: batches of one
+    sample)."""
+    x = _x(150)
+    whole = programs.run(x, keep="all")
+    if batch_bytes is not None:
+        monkeypatch.setattr(streaming, "BATCH_BYTES", batch_bytes)
+    tasks = []
+    real = parallel.map_tasks
+    monkeypatch.setattr(
+        parallel, "map_tasks", lambda f, items: tasks.append(len(items)) or real(f, items)
+    )
+    with parallel.limit_threads(threads):
+        streamed = programs.run(x)
+    assert sum(tasks) > threads  # the probes and then more than one batch per thread
+    (out,) = programs.graph.outputs
     assert np.array_equal(streamed.tensors[out].codes, whole.tensors[out].codes)
     assert np.array_equal(streamed.outputs[out], whole.outputs[out])
     assert streamed.counters == {k: dict(v) for k, v in whole.counters.items()}

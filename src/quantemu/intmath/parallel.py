@@ -14,6 +14,10 @@ Python-int references with ``==``.
 The number of threads is a resource setting, not an arithmetic variant: :func:`set_threads`
 and :func:`limit_threads` change speed only. Arrays below ``2 * MIN_CHUNK`` elements run on
 the calling thread.
+
+Whole tasks (a batch of images through a program) run side by side with :func:`map_tasks`:
+each task runs on one core, its own primitives and NumPy's BLAS unsplit (a task already keeps
+its core busy; splitting it again would only add hand-overs and oversubscribe the cores).
 """
 
 from __future__ import annotations
@@ -22,20 +26,26 @@ import contextlib
 import itertools
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 import numpy as np
 
 from quantemu.errors import InvalidInputError
 
-__all__ = ["MIN_CHUNK", "limit_threads", "map_chunks", "set_threads", "threads"]
+T = TypeVar("T")
+R = TypeVar("R")
+
+__all__ = ["MIN_CHUNK", "limit_threads", "map_chunks", "map_tasks", "set_threads", "threads"]
 
 MIN_CHUNK = 1 << 18  # elements; measured: a smaller chunk costs more to hand over than it saves
 _MAX_DEFAULT = 8  # cores beyond this gain little: the passes become memory-bound
 
 _lock = threading.Lock()
 _state: dict = {"threads": None, "pool": None, "workers": 0, "pid": None}
+_local = threading.local()  # .threads: 1 inside a map_tasks task (that thread only)
+_blas = {"controller": None, "users": 0, "limit": None}  # BLAS held to one thread by map_tasks
 
 
 def _available_cores() -> int:
@@ -54,6 +64,9 @@ def threads() -> int:
     >>> threads() >= 1
     True
     """
+    local = getattr(_local, "threads", None)
+    if local is not None:
+        return local
     n = _state["threads"]
     return _available_cores() if n is None else n
 
@@ -150,3 +163,77 @@ def splittable(*arrays: np.ndarray) -> bool:
         and chunk_count(first.size) > 1
         and all(a.shape == first.shape and a.flags.c_contiguous for a in arrays)
     )
+
+
+def map_tasks(task: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """``[task(item) for item in items]``, the items run side by side on :func:`threads` threads.
+
+    Results come back in the items' order, whatever order they finish in. Within a task,
+    :func:`threads` is 1 (its primitives do not split again, and a nested ``map_tasks`` runs its
+    items in turn), and while tasks run NumPy's BLAS uses one thread (``threadpoolctl``; BLAS's
+    thread count is process-wide, so BLAS calls made elsewhere in the process meanwhile use one
+    thread too). A single item, or a single thread, runs on the calling thread, unchanged. The
+    first exception (in item order) is raised once every started task has ended; items not yet
+    started then do not start.
+
+    >>> map_tasks(lambda x: (x * x, threads()), [1, 2, 3])
+    [(1, 1), (4, 1), (9, 1)]
+    """
+    items = list(items)
+    workers = min(threads(), len(items))
+    if workers <= 1:
+        return [task(item) for item in items]
+    stop = threading.Event()
+
+    def run(item):
+        if stop.is_set():
+            return None
+        _local.threads = 1
+        try:
+            return task(item)
+        except BaseException:
+            stop.set()
+            raise
+        finally:
+            _local.threads = None
+
+    with _one_blas_thread():
+        futures = [_pool(workers).submit(run, item) for item in items]
+        results, error = [], None
+        for future in futures:
+            try:
+                results.append(future.result())
+            except BaseException as exc:
+                error = error or exc
+    if error is not None:
+        raise error
+    return results
+
+
+@contextlib.contextmanager
+def _one_blas_thread() -> Iterator[None]:
+    """NumPy's BLAS held to one thread while any :func:`map_tasks` runs (nested calls from
+    several threads share one limit; the last to leave restores the previous setting)."""
+    with _lock:
+        if _blas["users"] == 0:
+            _blas["limit"] = _limit_blas()
+        _blas["users"] += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _blas["users"] -= 1
+            if _blas["users"] == 0 and _blas["limit"] is not None:
+                _blas["limit"].restore_original_limits()
+                _blas["limit"] = None
+
+
+def _limit_blas():
+    """A threadpoolctl limit of BLAS to one thread, or None without threadpoolctl."""
+    try:
+        from threadpoolctl import ThreadpoolController  # noqa: PLC0415 (loaded on first use)
+    except ImportError:  # pragma: no cover - a core dependency; tasks then share BLAS's threads
+        return None
+    if _blas["controller"] is None:
+        _blas["controller"] = ThreadpoolController()  # finds the libraries once (milliseconds)
+    return _blas["controller"].limit(limits=1, user_api="blas")

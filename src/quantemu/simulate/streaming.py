@@ -1,10 +1,15 @@
 """``Program.run`` on any number of samples in bounded memory.
 
 ``keep="outputs"`` (the default) runs the samples in batches and keeps, of every batch, only the
-graph outputs' codes and every layer's counters (summed): peak memory is the result plus one
-batch's working set. The batch is sized from a first probe batch so that its tensors stay near
-:data:`BATCH_BYTES`, and at most :data:`MAX_BATCH` samples (a 224x224 ResNet-18 holds megabytes
-per sample, the demo CNN kilobytes; the kernels' temporaries are several times the tensors).
+graph outputs' codes and every layer's counters (summed): peak memory is the result plus the
+working sets of the batches in flight. The batches run side by side, one per core
+(:func:`quantemu.intmath.parallel.map_tasks`), so that a batch of images uses every core whatever
+the layers do inside. A first round of one sample per core measures the bytes a sample's tensors
+take; the batches are sized so that those in flight hold about :data:`BATCH_BYTES` together, at
+most :data:`MAX_BATCH` samples each (a 224x224 ResNet-18 holds tens of megabytes per sample, so
+its batches are single images; the demo CNN holds kilobytes). Small batches keep the kernels'
+temporaries in reused memory: fresh allocations beyond glibc's mmap threshold (32 MiB) cost a
+page fault per page on every call, which made batch 16 cost more than 16 single images.
 
 ``keep="all"`` keeps every layer's tensors for the whole input in one pass, as the per-layer
 tools need. Its size grows with the input: a probe batch measures the bytes per sample, and an
@@ -25,16 +30,17 @@ import numpy as np
 
 from quantemu.errors import InvalidInputError
 from quantemu.graph.ops._spec import split_dim
+from quantemu.intmath import parallel
 from quantemu.program import QTensor, RunResult
 from quantemu.program.model import KeptTensors
 
-#: Bytes of tensors one streamed batch may hold.
+#: Bytes of tensors the streamed batches in flight may hold together.
 BATCH_BYTES = 16 * 1024**2
 #: Samples in a streamed batch at most (kernels' temporaries are several times the tensors).
 MAX_BATCH = 2048
 #: Bytes of tensors ``keep="all"`` may hold for the whole input.
 KEEP_ALL_LIMIT = 2 * 1024**3
-#: Samples in the probe batch that measures the bytes per sample.
+#: Samples in the probe batch that measures the bytes per sample for ``keep="all"``.
 PROBE = 8
 
 
@@ -87,27 +93,53 @@ def run_in_batches(
     """Run ``x`` through ``run_batch`` as the module docstring says; ``elements``: the
     elements per sample of every tensor the program makes (:func:`elements_per_sample`)."""
     n = int(x.shape[0]) if x.ndim else 1
+    if keep is Keep.OUTPUTS and streamable and n > 1:
+        return _streamed(run_batch, x, outputs)
     # Codes, plus at most an int64 accumulator per element: 16 bytes bound a layer's output.
     small = elements * 16 * n <= KEEP_ALL_LIMIT // 2
-    if n <= PROBE or (small and (keep is Keep.ALL or not streamable)):
+    if n <= PROBE or small:
         result = run_batch(x)
         return result if keep is Keep.ALL else _outputs_only(result, outputs)
     probe = run_batch(x[:PROBE])
-    per_sample = max(1, result_bytes(probe) // PROBE)
-    if keep is Keep.ALL or not streamable:
-        need = per_sample * n
-        if need > KEEP_ALL_LIMIT:
-            raise InvalidInputError(
-                f"keeping every layer's tensors for {n:,} samples needs about "
-                f"{need / 1024**3:.1f} GiB (limit {KEEP_ALL_LIMIT / 1024**3:.0f} GiB); run with "
-                "keep='outputs' (only the graph outputs, in batches), or run slices of the "
-                "input (x[i:i + k]) and keep what you need of each"
-            )
-        return run_batch(x)
-    size = int(np.clip(BATCH_BYTES // per_sample, PROBE, MAX_BATCH))
-    parts = [_outputs_only(probe, outputs)]
-    for start in range(PROBE, n, size):
-        parts.append(_outputs_only(run_batch(x[start : start + size]), outputs))
+    need = max(1, result_bytes(probe) // PROBE) * n
+    if need > KEEP_ALL_LIMIT:
+        raise InvalidInputError(
+            f"keeping every layer's tensors for {n:,} samples needs about "
+            f"{need / 1024**3:.1f} GiB (limit {KEEP_ALL_LIMIT / 1024**3:.0f} GiB); run with "
+            "keep='outputs' (only the graph outputs, in batches), or run slices of the "
+            "input (x[i:i + k]) and keep what you need of each"
+        )
+    result = run_batch(x)
+    return result if keep is Keep.ALL else _outputs_only(result, outputs)
+
+
+def _streamed(
+    run_batch: Callable[[np.ndarray], RunResult], x: np.ndarray, outputs: Sequence[str]
+) -> RunResult:
+    """The outputs of ``x`` in batches, run side by side on the cores (one batch per core).
+
+    A first round of one sample per core measures the bytes a sample's tensors take; the rest
+    goes in batches that keep every core's tensors near ``BATCH_BYTES / cores`` together, at
+    least one batch per core. Each batch is exact on its own (every layer computes sample by
+    sample), so the split changes no code and no counter.
+    """
+    n = int(x.shape[0])
+    cores = parallel.threads()
+
+    def outputs_of(part: slice) -> RunResult:
+        return _outputs_only(run_batch(x[part]), outputs)
+
+    first = min(n, cores)
+    probes = parallel.map_tasks(lambda i: run_batch(x[i : i + 1]), range(first))
+    per_sample = max(1, *(result_bytes(p) for p in probes))
+    parts = [_outputs_only(p, outputs) for p in probes]
+    rest = n - first
+    if rest:
+        size = int(np.clip(BATCH_BYTES // (cores * per_sample), 1, MAX_BATCH))
+        size = min(size, -(-rest // cores))  # every core gets a batch
+        parts += parallel.map_tasks(
+            outputs_of, [slice(a, min(a + size, n)) for a in range(first, n, size)]
+        )
     return _joined(parts, outputs)
 
 
