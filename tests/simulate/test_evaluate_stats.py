@@ -18,6 +18,7 @@ import pytest
 
 import quantemu
 from quantemu.data import demo_dataset, demo_model_path
+from quantemu.intmath import parallel
 from quantemu.program import LinearEncoding, QTensor
 from quantemu.simulate.metrics import HIST_RANGE, LayerAccumulator, top1
 
@@ -148,3 +149,19 @@ def test_exact_layer_is_infinite_sqnr():
     got = _accumulate(codes, enc.dequantize(codes), enc)
     assert (got["sqnr_db"], got["cosine"], got["max_abs_lsb"]) == (math.inf, 1.0, 0)
     assert got["lsb_histogram"][HIST_RANGE] == 4
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_evaluation_is_the_same_on_any_number_of_threads(backend):
+    """Batches measured side by side (one per thread) and added in batch order give the
+    evaluation of one thread, field for field (the float sums in the same order)."""
+    x, labels = demo_dataset("test")
+    program = quantemu.compile(demo_model_path(), backend, calib=demo_dataset("calib")[0])
+    seen = []
+    with parallel.limit_threads(1):
+        one = program.evaluate(x, labels, batch_size=50).to_dict()
+    for threads in (2, 3):
+        with parallel.limit_threads(threads):
+            many = program.evaluate(x, labels, batch_size=50, on_batch=seen.append).to_dict()
+        assert many == one
+    assert seen == [50] * 7 + [10] + [50] * 7 + [10]  # progress reported in batch order

@@ -9,6 +9,7 @@ ints when no float type is.
 
 from __future__ import annotations
 
+import threading
 import weakref
 
 import numpy as np
@@ -42,21 +43,28 @@ class ArrayCache:
 
     def __init__(self) -> None:
         self._entries: dict[int, tuple[weakref.ref, dict]] = {}
+        # Batches run side by side (parallel.map_tasks): one thread makes an entry, the others
+        # wait for it rather than make it again. Reentrant: a make() may use another cache.
+        self._lock = threading.RLock()
 
     def get(self, array: np.ndarray, key, make):
         """The value for ``(array, key)``, made by ``make()`` on first use."""
         owner = _frozen_owner(array)
         if owner is None:
             return make()
-        slot = self._entries.get(id(owner))
-        if slot is None or slot[0]() is not owner:
-            slot = (weakref.ref(owner), {})
-            self._entries[id(owner)] = slot
-            weakref.finalize(owner, self._entries.pop, id(owner), None)
         view = (array.__array_interface__["data"][0], array.shape, array.strides, array.dtype.str)
-        if (view, key) not in slot[1]:
-            slot[1][view, key] = make()
-        return slot[1][view, key]
+        slot = self._entries.get(id(owner))
+        if slot is not None and slot[0]() is owner and (view, key) in slot[1]:
+            return slot[1][view, key]  # the common case, without the lock
+        with self._lock:
+            slot = self._entries.get(id(owner))
+            if slot is None or slot[0]() is not owner:
+                slot = (weakref.ref(owner), {})
+                self._entries[id(owner)] = slot
+                weakref.finalize(owner, self._entries.pop, id(owner), None)
+            if (view, key) not in slot[1]:
+                slot[1][view, key] = make()
+            return slot[1][view, key]
 
 
 def frozen(array: np.ndarray) -> np.ndarray:

@@ -10,7 +10,7 @@ for any other output they are ``None`` and the header says why.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -18,8 +18,9 @@ import numpy as np
 from quantemu.errors import InvalidInputError
 from quantemu.graph import inputs
 from quantemu.graph.passes_shape import fixed_batch
+from quantemu.intmath import parallel
 from quantemu.program import RunResult
-from quantemu.simulate.metrics import LayerAccumulator, top1
+from quantemu.simulate.metrics import BatchStats, LayerAccumulator, top1
 
 
 @dataclass(frozen=True)
@@ -107,47 +108,110 @@ def evaluate(
     if classes is not True:  # known before the work: check the labels now
         inputs.check_label_range(labels, classes, out_name, program.graph.tensors[out_name].shape)
     batch_size = fixed_batch(program.graph) or batch_size  # a fixed model batch takes only that
-    acc = {layer.name: LayerAccumulator() for layer in program.lowered.layers}
     floats = has_float_reference(program.graph)
-    float_pred, backend_pred = [], []
-    for start in range(0, x.shape[0], batch_size):
-        batch = x[start : start + batch_size]
+    totals = _Totals(program, labels, out_name, classes)
+    measure = _Measure(program, floats, out_name, x, batch_size, totals.acc)
+    starts = range(0, x.shape[0], batch_size)
+    # One batch per core at a time, each measured on its own thread and added in batch order.
+    window = parallel.threads()
+    for first in range(0, len(starts), window):
+        for done in parallel.map_tasks(measure, starts[first : first + window]):
+            if on_result is not None:
+                on_result(done.result)
+            totals.add(done)
+            if on_batch is not None:
+                on_batch(done.output.shape[0])
+    header = dict(program.header)
+    if not floats:
+        header["float reference"] = NO_FLOAT
+    if totals.classes is None:
+        header["top-1"] = inputs.not_classifier_text(out_name, ("N", *totals.output_shape))
+    return Evaluation(
+        backend=program.backend,
+        header=header,
+        layers=tuple(_stats(layer, totals.acc[layer.name]) for layer in program.lowered.layers),
+        samples=int(x.shape[0]),
+        **_accuracies(labels, totals.float_pred, totals.backend_pred),
+    )
+
+
+@dataclass(frozen=True)
+class _Batch:
+    """One measured batch: where it starts, its run, every layer's statistics, and the output
+    in float (the target's, dequantized, and the float model's, ``None`` without one)."""
+
+    start: int
+    result: RunResult
+    stats: dict[str, BatchStats]
+    output: np.ndarray
+    reference: np.ndarray | None
+
+
+@dataclass(frozen=True)
+class _Measure:
+    """``self(start)``: the float model and the program on ``x[start : start + batch_size]``,
+    measured layer by layer (safe to call from several threads at once)."""
+
+    program: Any
+    floats: bool
+    out_name: str
+    x: np.ndarray
+    batch_size: int
+    acc: dict[str, LayerAccumulator]
+
+    def __call__(self, start: int) -> _Batch:
+        program = self.program
+        batch = self.x[start : start + self.batch_size]
         reference = (
             program.graph.run_float(program.float_input(batch), intermediates=True)
-            if floats
+            if self.floats
             else None
         )
         result = program.run(batch, keep="all")
-        if on_result is not None:
-            on_result(result)
-        for layer in program.lowered.layers:
-            acc[layer.name].update(
+        stats = {
+            layer.name: self.acc[layer.name].measure(
                 result.tensors[layer.output],
                 None if reference is None else reference[layer.output],
                 result.counters[layer.name],
             )
-        output = result.outputs[out_name]
-        if start == 0:
-            classes = inputs.classes_of(output)
-            inputs.check_label_range(labels, classes, out_name, ("N", *output.shape[1:]))
-        if classes is not None:
-            if reference is not None:
-                float_pred.append(top1(reference[out_name]))
-            backend_pred.append(top1(output))
-        if on_batch is not None:
-            on_batch(batch.shape[0])
-    header = dict(program.header)
-    if not floats:
-        header["float reference"] = NO_FLOAT
-    if classes is None:
-        header["top-1"] = inputs.not_classifier_text(out_name, ("N", *output.shape[1:]))
-    return Evaluation(
-        backend=program.backend,
-        header=header,
-        layers=tuple(_stats(layer, acc[layer.name]) for layer in program.lowered.layers),
-        samples=int(x.shape[0]),
-        **_accuracies(labels, float_pred, backend_pred),
-    )
+            for layer in program.lowered.layers
+        }
+        output = result.outputs[self.out_name]
+        return _Batch(
+            start, result, stats, output, None if reference is None else reference[self.out_name]
+        )
+
+
+@dataclass
+class _Totals:
+    """What :func:`evaluate` sums over batches, added in batch order."""
+
+    program: Any
+    labels: np.ndarray | None
+    out_name: str
+    classes: Any  # static_classes' answer, then classes_of the first batch's output
+    acc: dict[str, LayerAccumulator] = field(init=False)
+    float_pred: list = field(default_factory=list)
+    backend_pred: list = field(default_factory=list)
+    output_shape: tuple = ()
+
+    def __post_init__(self) -> None:
+        self.acc = {layer.name: LayerAccumulator() for layer in self.program.lowered.layers}
+
+    def add(self, done: _Batch) -> None:
+        for layer in self.program.lowered.layers:
+            self.acc[layer.name].add(done.stats[layer.name])
+        output = done.output
+        self.output_shape = output.shape[1:]
+        if done.start == 0:
+            self.classes = inputs.classes_of(output)
+            inputs.check_label_range(
+                self.labels, self.classes, self.out_name, ("N", *output.shape[1:])
+            )
+        if self.classes is not None:
+            if done.reference is not None:
+                self.float_pred.append(top1(done.reference))
+            self.backend_pred.append(top1(output))
 
 
 def _accuracies(labels, float_pred: list, backend_pred: list) -> dict[str, float | None]:

@@ -58,13 +58,20 @@ class LayerAccumulator:
     def update(self, tensor: QTensor, reference: np.ndarray | None, counters) -> None:
         """Add one batch: the layer's output ``tensor`` and the float ``reference`` (``None``
         for a model without a float meaning: only the counters are kept)."""
-        self.counters.update({k: int(v) for k, v in counters.items()})
+        self.add(self.measure(tensor, reference, counters))
+
+    def measure(self, tensor: QTensor, reference: np.ndarray | None, counters) -> BatchStats:
+        """One batch's statistics, without adding them (batches measured on several threads are
+        then added in batch order: the float sums are the same as one ``update`` after the
+        other)."""
         enc = tensor.encoding
-        self.encoding_text = enc.describe()
-        self.elements += tensor.codes.size
+        stats = BatchStats(
+            counters={k: int(v) for k, v in counters.items()},
+            encoding_text=enc.describe(),
+            elements=int(tensor.codes.size),
+        )
         if reference is None:
-            self.unreferenced = True
-            return
+            return stats
         deq = self._dequantize(tensor)
         if deq.shape != np.shape(reference):
             # A silent reshape would scramble a layout mismatch (e.g. NHWC codes) into garbage.
@@ -73,12 +80,27 @@ class LayerAccumulator:
                 f"{np.shape(reference)}; a lowering must keep codes in the graph's layout"
             )
         ref32 = np.asarray(reference, dtype=np.float32)  # no copy for the executor's float32
-        sums = _power_sums(deq, reference)
-        self.ref_sq += sums[0]
-        self.deq_sq += sums[1]
-        self.dot += sums[2]
-        self.err_sq += sums[3]
-        self._lsb_update(tensor.codes, enc.quantize(ref32), enc)
+        stats.sums = _power_sums(deq, reference)
+        stats.lsb = _lsb_stats(_lsb_error(tensor.codes, enc.quantize(ref32), enc))
+        return stats
+
+    def add(self, stats: BatchStats) -> None:
+        """Add one batch's :meth:`measure`."""
+        self.counters.update(stats.counters)
+        self.encoding_text = stats.encoding_text
+        self.elements += stats.elements
+        if stats.sums is None:
+            self.unreferenced = True
+            return
+        self.ref_sq += stats.sums[0]
+        self.deq_sq += stats.sums[1]
+        self.dot += stats.sums[2]
+        self.err_sq += stats.sums[3]
+        if stats.lsb is not None:
+            max_lsb, off, hist = stats.lsb
+            self.max_lsb = max(self.max_lsb, max_lsb)
+            self.off_by_one += off
+            self.hist += hist
 
     def _dequantize(self, tensor: QTensor) -> np.ndarray:
         """``tensor.dequantize()``; a table lookup for 8-bit per-tensor linear codes (identical
@@ -97,31 +119,6 @@ class LayerAccumulator:
             table = enc.dequantize(np.arange(256, dtype=np.uint8).view(codes.dtype))
             self._table = cached = (enc, codes.dtype, table)
         return np.take(cached[2], codes.view(np.uint8))
-
-    def _lsb_update(self, codes: np.ndarray, ideal: np.ndarray, enc) -> None:
-        """LSB error of ``codes`` against the ``ideal`` codes, in one small-integer array."""
-        lsb = _lsb_error(codes, ideal, enc)
-        if lsb.size == 0:
-            return
-        low, high = int(lsb.min()), int(lsb.max())
-        self.max_lsb = max(self.max_lsb, -low, high)
-        off = int(np.count_nonzero(lsb))
-        self.off_by_one += off
-        self.hist[HIST_RANGE] += lsb.size - off
-        first, last = max(low, -HIST_RANGE), min(high, HIST_RANGE)
-        # One comparison per occurring nonzero bin, tails folded into the end bins: at most 16
-        # cheap passes over small integers, faster than bincount's int64 conversion.
-        for value in range(first, last + 1):
-            if value == -HIST_RANGE:
-                self.hist[0] += int(np.count_nonzero(lsb <= value))
-            elif value == HIST_RANGE:
-                self.hist[-1] += int(np.count_nonzero(lsb >= value))
-            elif value != 0:
-                self.hist[value + HIST_RANGE] += int(np.count_nonzero(lsb == value))
-        if high < -HIST_RANGE:
-            self.hist[0] += lsb.size  # every element is in the low tail (the loop ran no bin)
-        elif low > HIST_RANGE:
-            self.hist[-1] += lsb.size
 
     def finish(self) -> dict:
         """SQNR, cosine, LSB statistics and counters as plain values."""
@@ -148,6 +145,44 @@ class LayerAccumulator:
             "lsb_histogram": self.hist.tolist(),
             "counters": dict(self.counters),
         }
+
+
+@dataclass
+class BatchStats:
+    """One batch of one layer, measured (:meth:`LayerAccumulator.measure`): its counters, the
+    four power sums (``None`` without a float reference) and the LSB error's maximum, count of
+    nonzero errors and histogram (``None`` when the batch is empty)."""
+
+    counters: dict[str, int]
+    encoding_text: str
+    elements: int
+    sums: tuple[float, float, float, float] | None = None
+    lsb: tuple[int, int, np.ndarray] | None = None
+
+
+def _lsb_stats(lsb: np.ndarray) -> tuple[int, int, np.ndarray] | None:
+    """``(max |error|, nonzero errors, histogram)`` of one batch's LSB errors."""
+    if lsb.size == 0:
+        return None
+    hist = np.zeros(2 * HIST_RANGE + 1, np.int64)
+    low, high = int(lsb.min()), int(lsb.max())
+    off = int(np.count_nonzero(lsb))
+    hist[HIST_RANGE] = lsb.size - off
+    first, last = max(low, -HIST_RANGE), min(high, HIST_RANGE)
+    # One comparison per occurring nonzero bin, tails folded into the end bins: at most 16
+    # cheap passes over small integers, faster than bincount's int64 conversion.
+    for value in range(first, last + 1):
+        if value == -HIST_RANGE:
+            hist[0] += int(np.count_nonzero(lsb <= value))
+        elif value == HIST_RANGE:
+            hist[-1] += int(np.count_nonzero(lsb >= value))
+        elif value != 0:
+            hist[value + HIST_RANGE] += int(np.count_nonzero(lsb == value))
+    if high < -HIST_RANGE:
+        hist[0] += lsb.size  # every element is in the low tail (the loop ran no bin)
+    elif low > HIST_RANGE:
+        hist[-1] += lsb.size
+    return max(-low, high), off, hist
 
 
 def top1(logits: np.ndarray) -> np.ndarray:
