@@ -77,3 +77,17 @@ def test_bad_keep_value(program):
 
 def test_elements_per_sample_counts_flattened_batches():
     assert streaming.elements_per_sample([("N", 3, 4), ("N*16", 8), (10,)]) == 12 + 128 + 10
+
+
+def test_internals_only_on_request():
+    """keep='all' keeps every layer's tensors but not their internals (accumulators);
+    keep='internals' keeps both, with the same codes."""
+    x = _x(4)
+    program = quantemu.compile(demo_model_path(), "nvdla", calib=x)
+    tensors = program.run(x, keep="all")
+    both = program.run(x, keep="internals")
+    assert not tensors.internals
+    assert set(both.internals) == {layer.name for layer in program.lowered.layers}
+    assert any("acc" in values for values in both.internals.values())
+    for name, tensor in tensors.tensors.items():
+        assert np.array_equal(tensor.codes, both.tensors[name].codes)

@@ -33,8 +33,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--threads",
         type=positive_int,
         metavar="N",
-        help="threads the integer primitives use on large arrays (default: the available "
-        f"cores, at most 8; here {parallel.threads()}); results do not depend on it",
+        help="threads for batches run side by side and for the integer primitives on large "
+        f"arrays (default: the available cores, at most 8; here {parallel.threads()}); results "
+        "do not depend on it",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in _COMMANDS:

@@ -37,7 +37,15 @@ from quantemu.errors import InvalidInputError
 T = TypeVar("T")
 R = TypeVar("R")
 
-__all__ = ["MIN_CHUNK", "limit_threads", "map_chunks", "map_tasks", "set_threads", "threads"]
+__all__ = [
+    "MIN_CHUNK",
+    "limit_threads",
+    "map_chunks",
+    "map_parts",
+    "map_tasks",
+    "set_threads",
+    "threads",
+]
 
 MIN_CHUNK = 1 << 18  # elements; measured: a smaller chunk costs more to hand over than it saves
 _MAX_DEFAULT = 8  # cores beyond this gain little: the passes become memory-bound
@@ -120,12 +128,20 @@ def _pool(workers: int) -> ThreadPoolExecutor:
         return pool
 
 
-def chunk_count(size: int) -> int:
-    """How many chunks an array of ``size`` elements is split into (1: not split)."""
-    return max(1, min(threads(), size // MIN_CHUNK))
+def chunk_count(size: int, min_chunk: int | None = None) -> int:
+    """How many chunks an array of ``size`` elements is split into (1: not split); chunks hold at
+    least ``min_chunk`` elements (default :data:`MIN_CHUNK`; a costlier kernel per element pays
+    for the hand-over sooner)."""
+    least = MIN_CHUNK if min_chunk is None else min_chunk
+    return max(1, min(threads(), size // max(1, least)))
 
 
-def map_chunks(kernel: Callable[..., object], out: np.ndarray, *inputs: np.ndarray) -> list:
+def map_chunks(
+    kernel: Callable[..., object],
+    out: np.ndarray,
+    *inputs: np.ndarray,
+    min_chunk: int | None = None,
+) -> list:
     """``kernel(out_chunk, *input_chunks)`` over matching contiguous chunks; the kernels' returns.
 
     ``out`` and ``inputs`` must be C-contiguous arrays of one shape (``out`` may be one of the
@@ -134,12 +150,22 @@ def map_chunks(kernel: Callable[..., object], out: np.ndarray, *inputs: np.ndarr
     """
     flat_out = out.reshape(-1)
     flat_in = [a.reshape(-1) for a in inputs]
-    n = chunk_count(flat_out.size)
+    n = chunk_count(flat_out.size, min_chunk)
     if n == 1:
         return [kernel(flat_out, *flat_in)]
     edges = [flat_out.size * i // n for i in range(n + 1)]
     parts = [(flat_out[a:b], *(f[a:b] for f in flat_in)) for a, b in itertools.pairwise(edges)]
-    futures = [_pool(n - 1).submit(kernel, *part) for part in parts[1:]]
+    return map_parts(kernel, parts)
+
+
+def map_parts(kernel: Callable[..., object], parts: Sequence[tuple]) -> list:
+    """``[kernel(*part) for part in parts]``, the calling thread running the first part while
+    the pool runs the others (for kernels that release the GIL: NumPy passes and copies, not
+    BLAS, whose own threads stay as they are); an exception is raised after all have finished.
+    """
+    if len(parts) <= 1:
+        return [kernel(*part) for part in parts]
+    futures = [_pool(len(parts) - 1).submit(kernel, *part) for part in parts[1:]]
     results, error = [], None
     try:
         results.append(kernel(*parts[0]))
@@ -155,12 +181,12 @@ def map_chunks(kernel: Callable[..., object], out: np.ndarray, *inputs: np.ndarr
     return results
 
 
-def splittable(*arrays: np.ndarray) -> bool:
+def splittable(*arrays: np.ndarray, min_chunk: int | None = None) -> bool:
     """True when the arrays share one shape, are C-contiguous and large enough to split."""
     first = arrays[0]
     return (
         first.ndim > 0
-        and chunk_count(first.size) > 1
+        and chunk_count(first.size, min_chunk) > 1
         and all(a.shape == first.shape and a.flags.c_contiguous for a in arrays)
     )
 

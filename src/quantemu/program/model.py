@@ -44,6 +44,17 @@ class KeptTensors(dict):
         )
 
 
+class KeptInternals(dict):
+    """Layer name -> its internals (accumulators, pre-quantization values); asking for a layer
+    whose internals were not kept says how to keep them."""
+
+    def __missing__(self, name: str) -> Mapping[str, np.ndarray]:
+        raise InvalidInputError(
+            f"the internals of layer {name!r} were not kept: run(x, keep='internals') keeps "
+            "every layer's internals (accumulators, pre-quantization values) with its tensors"
+        )
+
+
 @dataclass(frozen=True)
 class RunResult:
     """One batch through a program: the quantized tensors and the counters of every layer
@@ -52,7 +63,8 @@ class RunResult:
     tensors: Mapping[str, QTensor]
     counters: Mapping[str, Mapping[str, int]]  # layer name -> counters
     outputs: Mapping[str, np.ndarray]  # graph output name -> dequantized float32
-    internals: Mapping[str, Mapping[str, np.ndarray]] = field(default_factory=dict)  # by layer
+    # layer name -> internals (accumulators, ...), where kept (run(x, keep="internals"))
+    internals: Mapping[str, Mapping[str, np.ndarray]] = field(default_factory=KeptInternals)
 
 
 def quantize_feeds(
@@ -99,16 +111,25 @@ def _same_linear(a: Encoding, b: Encoding) -> bool:
     )
 
 
-def run_lowered(model: LoweredModel, outputs: tuple[str, ...], feeds: Mapping[str, np.ndarray]):
-    """Quantize ``feeds`` and run every layer in order; keep every tensor (they are small)."""
+def run_lowered(
+    model: LoweredModel,
+    outputs: tuple[str, ...],
+    feeds: Mapping[str, np.ndarray],
+    *,
+    internals: bool = True,
+):
+    """Quantize ``feeds`` and run every layer in order; keep every tensor, and every layer's
+    internals when ``internals`` (an int64 accumulator is 8 bytes an element: a batch of
+    images' accumulators can take far more memory than all its codes)."""
     tensors = quantize_feeds(model, feeds)
     counters: dict[str, Mapping[str, int]] = {}
-    internals: dict[str, Mapping[str, np.ndarray]] = {}
+    kept = KeptInternals()
     for layer in model.layers:
         out = layer.run([tensors[t] for t in layer.inputs])
         tensors[layer.output] = out.tensor
         counters[layer.name] = dict(out.counters)
-        internals[layer.name] = dict(out.internals)
+        if internals:
+            kept[layer.name] = dict(out.internals)
     missing = [o for o in outputs if o not in tensors]
     if missing:
         raise InvalidInputError(f"the lowered model does not produce the outputs {missing}")
@@ -116,5 +137,5 @@ def run_lowered(model: LoweredModel, outputs: tuple[str, ...], feeds: Mapping[st
         tensors=KeptTensors(tensors),
         counters=counters,
         outputs={o: tensors[o].dequantize() for o in outputs},
-        internals=internals,
+        internals=kept,
     )

@@ -102,8 +102,9 @@ class Program:
         """Run ``x`` (any number of samples) through the integer program.
 
         ``keep="outputs"``: the graph outputs' codes and every layer's counters, computed in
-        batches (bounded memory); ``keep="all"``: every layer's tensors too, in one pass, up to
-        a size limit (:mod:`quantemu.simulate.streaming`).
+        batches side by side on the cores (bounded memory); ``keep="all"``: every layer's
+        tensors too, in one pass, up to a size limit; ``keep="internals"``: also every layer's
+        internals (accumulators, ...) (:mod:`quantemu.simulate.streaming`).
         """
         keep = Keep.parse(keep)
         x = self.check_input(x)
@@ -112,7 +113,9 @@ class Program:
 
         def run_batch(batch: np.ndarray) -> RunResult:
             feed = QTensor(batch, encoding) if encoding is not None else batch
-            return run_lowered(self.lowered, self.graph.outputs, {name: feed})
+            return run_lowered(
+                self.lowered, self.graph.outputs, {name: feed}, internals=keep is Keep.INTERNALS
+            )
 
         streamable = fixed_batch(self.graph) is None and all(
             isinstance(info.shape[0], str) for info in self.graph.output_infos if info.shape

@@ -12,9 +12,11 @@ temporaries in reused memory: fresh allocations beyond glibc's mmap threshold (3
 page fault per page on every call, which made batch 16 cost more than 16 single images.
 
 ``keep="all"`` keeps every layer's tensors for the whole input in one pass, as the per-layer
-tools need. Its size grows with the input: a probe batch measures the bytes per sample, and an
-input whose tensors would exceed :data:`KEEP_ALL_LIMIT` is refused before the work, naming the
-remedy (``keep="outputs"``, or slices of the input).
+tools need; ``keep="internals"`` keeps each layer's internals too (accumulators: an int64 one
+takes 8 bytes per output element, so they are kept only on request). Its size grows with the
+input: a probe batch measures the bytes per sample, and an input whose tensors would exceed
+:data:`KEEP_ALL_LIMIT` is refused before the work, naming the remedy (``keep="outputs"``, or
+slices of the input).
 
 Streaming needs every graph output to carry the batch on axis 0 (a symbolic leading dimension);
 a model whose outputs do not (a fixed batch, an output transposed away from the batch) runs in
@@ -45,10 +47,12 @@ PROBE = 8
 
 
 class Keep(enum.Enum):
-    """What ``Program.run`` keeps: the graph outputs' codes, or every layer's tensors."""
+    """What ``Program.run`` keeps: the graph outputs' codes, every layer's tensors, or every
+    layer's tensors and internals (accumulators, pre-quantization values)."""
 
     OUTPUTS = "outputs"
     ALL = "all"
+    INTERNALS = "internals"
 
     @classmethod
     def parse(cls, value: Keep | str) -> Keep:
@@ -57,8 +61,8 @@ class Keep(enum.Enum):
             return cls(value.value if isinstance(value, cls) else value)
         except ValueError:
             raise InvalidInputError(
-                f"keep = {value!r}; choose 'outputs' (the graph outputs, bounded memory) or "
-                "'all' (every layer's tensors)"
+                f"keep = {value!r}; choose 'outputs' (the graph outputs, bounded memory), "
+                "'all' (every layer's tensors) or 'internals' (their internals too)"
             ) from None
 
 
@@ -99,7 +103,7 @@ def run_in_batches(
     small = elements * 16 * n <= KEEP_ALL_LIMIT // 2
     if n <= PROBE or small:
         result = run_batch(x)
-        return result if keep is Keep.ALL else _outputs_only(result, outputs)
+        return result if keep is not Keep.OUTPUTS else _outputs_only(result, outputs)
     probe = run_batch(x[:PROBE])
     need = max(1, result_bytes(probe) // PROBE) * n
     if need > KEEP_ALL_LIMIT:
@@ -110,7 +114,7 @@ def run_in_batches(
             "input (x[i:i + k]) and keep what you need of each"
         )
     result = run_batch(x)
-    return result if keep is Keep.ALL else _outputs_only(result, outputs)
+    return result if keep is not Keep.OUTPUTS else _outputs_only(result, outputs)
 
 
 def _streamed(
