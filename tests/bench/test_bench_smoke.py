@@ -65,3 +65,23 @@ def test_simulate_parses_quick():
     with pytest.raises(SystemExit) as exit_info:
         simulate.main(["--quick", "--help"])
     assert exit_info.value.code == 0
+
+
+def test_evaluate_bench_parses():
+    pytest.importorskip("onnx")
+    spec = importlib.util.spec_from_file_location("bench_evaluate", BENCH / "evaluate.py")
+    evaluate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(evaluate)
+    with pytest.raises(SystemExit) as exit_info:
+        evaluate.main(["--help"])
+    assert exit_info.value.code == 0
+
+
+def test_simulate_memory_child_runs_a_tiny_batch():
+    """The fresh-process peak-memory probe behind ``--batch`` (no number asserted)."""
+    pytest.importorskip("onnxruntime")
+    spec = importlib.util.spec_from_file_location("bench_simulate2", BENCH / "simulate.py")
+    simulate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(simulate)
+    for engine in ("onnxruntime", "xs3"):
+        assert simulate._peak_mib(engine, 2, 32, {}) > 0
