@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from quantemu.graph import Graph
+from quantemu.intmath import parallel
 from quantemu.program import LinearEncoding
 from quantemu.simulate.compile import Program, calibrate_for_backends, compile_model
 
@@ -77,23 +78,36 @@ def compare_backends(
     ]
     rows = _rows(programs)
     x = programs[0].check_input(x)
-    for start in range(0, x.shape[0], batch_size):
+
+    def run_batch(start: int) -> tuple[int, Mapping, Mapping, dict]:
         batch = x[start : start + batch_size]
         a, b = (p.run(batch, keep="all").tensors for p in programs)
-        own = _run_on_first_inputs(programs[1], a, b)
-        for row in rows:
-            ta, tb = a[row.tensor], b[row.tensor]
-            if row.comparable and not _same(ta.encoding, tb.encoding):
-                row.comparable = False
-                row.note = (
-                    f"quantized differently: {ta.encoding.describe()} vs {tb.encoding.describe()}"
-                )
-            if row.comparable:
-                _update(row, ta.codes, tb.codes, start)
-                diff = np.abs(ta.codes.astype(np.int64) - own[row.tensor].codes.astype(np.int64))
-                row.own_differing += int(np.count_nonzero(diff))
-                row.own_max_lsb = max(row.own_max_lsb, int(diff.max(initial=0)))
+        return start, a, b, _run_on_first_inputs(programs[1], a, b)
+
+    starts = range(0, x.shape[0], batch_size)
+    window = parallel.threads()  # one batch per core at a time, compared in batch order
+    for first_batch in range(0, len(starts), window):
+        for start, a, b, own in parallel.map_tasks(
+            run_batch, starts[first_batch : first_batch + window]
+        ):
+            _compare_batch(rows, start, a, b, own)
     return Disagreement((first, second), int(x.shape[0]), rows)
+
+
+def _compare_batch(rows, start: int, a: Mapping, b: Mapping, own: Mapping) -> None:
+    """Add one batch's codes of both targets (and the second's own layers) to ``rows``."""
+    for row in rows:
+        ta, tb = a[row.tensor], b[row.tensor]
+        if row.comparable and not _same(ta.encoding, tb.encoding):
+            row.comparable = False
+            row.note = (
+                f"quantized differently: {ta.encoding.describe()} vs {tb.encoding.describe()}"
+            )
+        if row.comparable:
+            _update(row, ta.codes, tb.codes, start)
+            diff = np.abs(ta.codes.astype(np.int64) - own[row.tensor].codes.astype(np.int64))
+            row.own_differing += int(np.count_nonzero(diff))
+            row.own_max_lsb = max(row.own_max_lsb, int(diff.max(initial=0)))
 
 
 def _run_on_first_inputs(program: Program, first: Mapping, second: Mapping) -> dict:
