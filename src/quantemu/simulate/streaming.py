@@ -6,7 +6,7 @@ working sets of the batches in flight. The batches run side by side, one per cor
 (:func:`quantemu.intmath.parallel.map_tasks`), so that a batch of images uses every core whatever
 the layers do inside. A first round of one sample per core measures the bytes a sample's tensors
 take; the batches are sized so that those in flight hold about :data:`BATCH_BYTES` together, at
-most :data:`MAX_BATCH` samples each (a 224x224 ResNet-18 holds tens of megabytes per sample, so
+most :data:`MAX_BATCH` samples together (a 224x224 ResNet-18 holds tens of megabytes per sample, so
 its batches are single images; the demo CNN holds kilobytes). Small batches keep the kernels'
 temporaries in reused memory: fresh allocations beyond glibc's mmap threshold (32 MiB) cost a
 page fault per page on every call, which made batch 16 cost more than 16 single images.
@@ -38,7 +38,8 @@ from quantemu.program.model import KeptTensors
 
 #: Bytes of tensors the streamed batches in flight may hold together.
 BATCH_BYTES = 16 * 1024**2
-#: Samples in a streamed batch at most (kernels' temporaries are several times the tensors).
+#: Samples in the streamed batches in flight at most (kernels' temporaries are several times the
+#: tensors).
 MAX_BATCH = 2048
 #: Bytes of tensors ``keep="all"`` may hold for the whole input.
 KEEP_ALL_LIMIT = 2 * 1024**3
@@ -139,7 +140,8 @@ def _streamed(
     parts = [_outputs_only(p, outputs) for p in probes]
     rest = n - first
     if rest:
-        size = int(np.clip(BATCH_BYTES // (cores * per_sample), 1, MAX_BATCH))
+        # the batches in flight together hold what one batch held before: the same peak
+        size = int(np.clip(BATCH_BYTES // (cores * per_sample), 1, max(1, MAX_BATCH // cores)))
         size = min(size, -(-rest // cores))  # every core gets a batch
         parts += parallel.map_tasks(
             outputs_of, [slice(a, min(a + size, n)) for a in range(first, n, size)]
