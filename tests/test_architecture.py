@@ -42,6 +42,7 @@ FORBIDDEN = {
     "simulate.": ("quantemu.cli", "quantemu.report"),
     "report.": ("quantemu.cli",),
     "conformance.": ("quantemu.cli", "quantemu.simulate"),
+    "torch.": ("quantemu.backends", "quantemu.cli", "quantemu.report"),
 }
 
 

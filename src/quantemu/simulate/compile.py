@@ -230,6 +230,34 @@ def compile_model(
     (e.g. ``isa="avx2"`` for onednn, ``model="device"`` for xs3: ``model`` is positional-only
     here so that backend options may use the name); unknown ones are errors.
     """
+    graph, ranges = calibrated(
+        model,
+        backend,
+        calib,
+        observer=observer,
+        calibration=calibration,
+        progress=progress,
+        **options,
+    )
+    return lower_prepared(graph, backend, ranges, **options)
+
+
+def calibrated(
+    model,
+    /,
+    backend: str,
+    calib=None,
+    *,
+    observer: str = "minmax",
+    calibration: CalibrationRanges | None = None,
+    progress: bool | None = None,
+    **options: Any,
+) -> tuple[Graph, CalibrationRanges]:
+    """The first half of :func:`compile_model`: ``model`` optimized and rewritten as
+    ``backend``'s toolchain does (:func:`prepare`), and its ranges (calibrated on ``calib``,
+    given as ``calibration``, or the model's own). :func:`lower_prepared` is the second half:
+    a caller that changes the graph's weights in between (quantization-aware training) lowers
+    the changed graph with the same ranges."""
     from quantemu.calibration.api import calibrate  # noqa: PLC0415 (keeps import light)
 
     spec = backend_spec(backend)
@@ -261,5 +289,15 @@ def compile_model(
         ranges = calibrate(graph, calib, observer=observer, progress=progress)
     if graph is not optimized:
         _check_ranges_cover(graph, ranges, backend)
-    lowered = spec.lower(graph, ranges, opts)
+    return graph, ranges
+
+
+def lower_prepared(
+    graph: Graph, /, backend: str, ranges: CalibrationRanges, **options: Any
+) -> Program:
+    """Lower a graph :func:`calibrated` returned (optimized and rewritten for ``backend``)
+    with ``ranges``: the backend derives every integer parameter from the graph's weights and
+    the ranges, as :func:`compile_model` does."""
+    spec = backend_spec(backend)
+    lowered = spec.lower(graph, ranges, spec.parse_options(options))
     return Program(backend=backend, graph=graph, ranges=ranges, lowered=lowered)

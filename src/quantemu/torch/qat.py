@@ -1,0 +1,207 @@
+"""Quantization-aware training whose forward pass is the target's exact integer arithmetic.
+
+``qat = quantemu.torch.prepare(model, backend, calib, **options)`` optimizes and calibrates the
+float model exactly as ``quantemu.compile`` does (the same graph, the same ranges) and returns a
+:class:`QatModel`: a ``torch.nn.Module`` whose trainable parameters are the float weights and
+biases of the graph's Conv, ConvTranspose, Gemm and MatMul nodes.
+
+**Forward.** The backend lowers the graph with the *current* weights and the calibrated ranges
+(:func:`~quantemu.simulate.compile.lower_prepared`: every integer parameter derived as the
+vendor's toolchain derives it) and runs its exact layers on the batch. The module returns the
+dequantized graph outputs: element for element what ``quantemu.compile(...).run(x)`` gives for
+these weights, in train and in eval mode. The lowering is redone only when a weight has changed
+since the last forward (an optimizer step, any in-place update).
+
+**Backward** (straight-through estimator). With gradients enabled, a float twin of the graph in
+torch (:mod:`quantemu.torch.ops`) runs beside the exact program; at every tensor the program
+quantizes, the twin's value is replaced by the exact dequantized one in the forward pass, and the
+gradient passes through unchanged where the twin's value lies inside the tensor's calibrated
+range and is zero outside it (clipped STE). So each layer's weight gradient is computed from the
+activations the target really produces, and every weight quantizer is the identity for the
+gradient.
+
+After each forward, ``qat.counters`` holds every layer's counters (saturations, pair clipping,
+LUT overflow, ...) for a training loop to log, and ``qat.program`` the lowered program.
+
+Not yet here (issue 18 stays open for them): learnable ranges (LSQ) and NNIE's log-grid gradient,
+``export``, a ``torch.nn.Module`` as the model, and the example and benchmark.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import torch
+
+from quantemu.calibration.ranges import CalibrationRanges
+from quantemu.errors import InvalidInputError, UnsupportedError
+from quantemu.graph import Graph
+from quantemu.simulate.compile import Program, calibrated, lower_prepared
+from quantemu.torch import ops
+
+# Node inputs that hold trainable weights and biases (by operator: input positions).
+TRAINABLE = {"Conv": (1, 2), "ConvTranspose": (1, 2), "Gemm": (1, 2), "MatMul": (0, 1)}
+
+
+def prepare(
+    model,
+    backend: str,
+    calib=None,
+    *,
+    observer: str = "minmax",
+    calibration: CalibrationRanges | None = None,
+    **options: Any,
+) -> QatModel:
+    """A :class:`QatModel` of ``model`` (an ONNX path or a :class:`~quantemu.graph.Graph`) on
+    ``backend``: the graph and ranges ``quantemu.compile(model, backend, calib, ...)`` uses.
+
+    ``calib``: calibration data (or ``calibration``: precomputed ranges); ``options``: the
+    backend's lowering options, as for ``quantemu.compile``.
+    """
+    if isinstance(model, torch.nn.Module):
+        raise UnsupportedError(
+            "quantemu.torch.prepare takes an ONNX model (a path or a quantemu Graph); a "
+            "torch.nn.Module is not taken yet: export it first, torch.onnx.export(module, "
+            "(example,), 'model.onnx'), and pass the path"
+        )
+    graph, ranges = calibrated(
+        model, backend, calib, observer=observer, calibration=calibration, **options
+    )
+    if graph.quant_overrides:
+        raise InvalidInputError(
+            f"the model fixes the quantization of {len(graph.quant_overrides)} tensor(s) (a "
+            "pre-quantized model: QDQ or int8 TFLite); quantization-aware training starts from "
+            "a float model"
+        )
+    missing = ops.unsupported(graph.nodes)
+    if missing:
+        raise UnsupportedError(
+            f"quantemu.torch: the graph (as {backend} lowers it) has operators without a "
+            f"differentiable kernel yet: {', '.join(missing)}; supported: "
+            f"{', '.join(sorted(ops.KERNELS))}"
+        )
+    return QatModel(graph, backend, ranges, options)
+
+
+class QatModel(torch.nn.Module):
+    """See the module docstring. ``weight(name)`` is the parameter of graph initializer
+    ``name``; ``weight_names`` lists them in graph order."""
+
+    def __init__(
+        self, graph: Graph, backend: str, ranges: CalibrationRanges, options: Mapping
+    ) -> None:
+        super().__init__()
+        self.graph, self.backend, self.ranges = graph, backend, ranges
+        self.options = dict(options)
+        self.weight_names = _trainable(graph)
+        self.params = torch.nn.ParameterList(
+            torch.nn.Parameter(torch.from_numpy(np.array(graph.initializers[n], np.float32)))
+            for n in self.weight_names
+        )
+        self._index = {name: i for i, name in enumerate(self.weight_names)}
+        self._constants = {
+            name: torch.from_numpy(np.array(value))
+            for name, value in graph.initializers.items()
+            if name not in self._index
+        }
+        self._lowered: tuple[tuple, Program] | None = None
+        self.counters: dict[str, dict[str, int]] = {}
+
+    def weight(self, name: str) -> torch.nn.Parameter:
+        """The trainable parameter of graph initializer ``name``."""
+        if name not in self._index:
+            raise InvalidInputError(
+                f"{name!r} is not a trainable weight of this model; weights: "
+                f"{', '.join(self.weight_names[:8])}{' ...' if len(self.weight_names) > 8 else ''}"
+            )
+        return self.params[self._index[name]]
+
+    @property
+    def program(self) -> Program:
+        """The program lowered from the current weights (lowered again after they change)."""
+        version = tuple(p._version for p in self.params) + tuple(id(p) for p in self.params)
+        if self._lowered is None or self._lowered[0] != version:
+            weights = {
+                name: p.detach().cpu().numpy().copy()
+                for name, p in zip(self.weight_names, self.params, strict=True)
+            }
+            graph = dataclasses.replace(
+                self.graph, initializers={**self.graph.initializers, **weights}
+            )
+            program = lower_prepared(graph, self.backend, self.ranges, **self.options)
+            self._lowered = (version, program)
+        return self._lowered[1]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, ...]:
+        program = self.program
+        data = x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+        result = program.run(data, keep="all")
+        self.counters = {k: dict(v) for k, v in result.counters.items()}
+        outputs = self.graph.outputs
+        if torch.is_grad_enabled() and any(p.requires_grad for p in self.params):
+            values = self._twin(torch.as_tensor(data), result)
+            found = tuple(values[o] for o in outputs)
+        else:
+            found = tuple(torch.from_numpy(np.array(result.outputs[o])) for o in outputs)
+        return found[0] if len(found) == 1 else found
+
+    def _twin(self, x: torch.Tensor, result) -> dict[str, torch.Tensor]:
+        """The float twin, each quantized tensor's value replaced by the exact one (STE)."""
+        values: dict[str, torch.Tensor] = {self.graph.inputs[0].name: x.float()}
+        for node in self.graph.nodes:
+            args = [self._value(name, values) if name else None for name in node.inputs]
+            out = ops.kernel(node)(node.attrs, args)
+            name = node.outputs[0]
+            if name in result.tensors:
+                exact = torch.from_numpy(np.array(result.tensors[name].dequantize()))
+                out = _straight_through(out, exact, self.ranges.tensors.get(name))
+            values[name] = out
+        return values
+
+    def _value(self, name: str, values: dict) -> torch.Tensor:
+        if name in values:
+            return values[name]
+        if name in self._index:
+            return self.params[self._index[name]]
+        return self._constants[name]
+
+
+def _straight_through(twin: torch.Tensor, exact: torch.Tensor, rng) -> torch.Tensor:
+    """``exact`` in the forward pass; ``twin``'s gradient, zero where ``twin`` lies outside the
+    calibrated range ``rng`` (the clipped straight-through estimator)."""
+    if exact.shape != twin.shape:
+        raise InvalidInputError(
+            f"quantemu.torch: the float twin computes shape {tuple(twin.shape)} where the "
+            f"program holds {tuple(exact.shape)}; this model's layout is not supported yet"
+        )
+    through = twin - twin.detach()  # zero, with twin's gradient
+    if rng is not None:
+        low, high = (_broadcast(v, rng.axis, twin.dim()) for v in (rng.min, rng.max))
+        through = through * ((twin >= low) & (twin <= high))
+    return exact + through
+
+
+def _broadcast(value, axis: int | None, ndim: int) -> torch.Tensor:
+    """A range bound as a tensor broadcasting along ``axis`` (per-channel) or a scalar."""
+    tensor = torch.as_tensor(np.asarray(value, np.float32))
+    if axis is None or tensor.dim() == 0:
+        return tensor
+    shape = [1] * ndim
+    shape[axis % ndim] = tensor.numel()
+    return tensor.reshape(shape)
+
+
+def _trainable(graph: Graph) -> tuple[str, ...]:
+    """Float initializers read as weights or biases, in graph order, each once."""
+    names: dict[str, None] = {}
+    for node in graph.nodes:
+        for position in TRAINABLE.get(node.op_type, ()):
+            if position < len(node.inputs):
+                name = node.inputs[position]
+                value = graph.initializers.get(name)
+                if value is not None and np.asarray(value).dtype.kind == "f":
+                    names[name] = None
+    return tuple(names)

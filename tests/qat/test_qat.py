@@ -1,0 +1,122 @@
+"""quantemu.torch: the QAT forward pass is the backend's exact program for the current weights,
+element for element (``==``); the backward pass reaches every weight (clipped STE)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import quantemu  # noqa: E402 (after the skip: the module needs torch)
+import quantemu.torch as qt  # noqa: E402
+from quantemu.data import demo_dataset, demo_model_path  # noqa: E402
+from quantemu.errors import InvalidInputError, UnsupportedError  # noqa: E402
+from quantemu.graph.zoo import resnet18  # noqa: E402
+from quantemu.torch.qat import _straight_through  # noqa: E402
+
+VARIANTS = [
+    ("xs3", {}),
+    ("xs3", {"toolchain": "tflite2xcore"}),
+    ("nvdla", {}),
+    ("onednn", {}),
+    ("onednn", {"isa": "avx2"}),
+    ("nnie", {}),
+    ("tflite", {}),
+]
+
+
+@pytest.fixture(scope="module")
+def resnet():
+    """A model none of quantemu.torch was written against: a narrow ResNet-18 (residual Adds,
+    max and global pooling, a Gemm), with random weights."""
+    model = quantemu.load_onnx(resnet18(batch="N", size=32, width=8, num_classes=10))
+    rng = np.random.default_rng(5)
+    calib = rng.standard_normal((8, 3, 32, 32)).astype(np.float32)
+    x = rng.standard_normal((6, 3, 32, 32)).astype(np.float32)
+    return model, calib, x
+
+
+@pytest.mark.parametrize(("backend", "options"), VARIANTS)
+def test_forward_is_the_compiled_program_and_backward_reaches_every_weight(
+    resnet, backend, options
+):
+    model, calib, x = resnet
+    want = quantemu.compile(model, backend, calib=calib, **options).run(x)
+    (out_name,) = model.outputs
+    qat = qt.prepare(model, backend, calib, **options)
+    qat.eval()
+    with torch.no_grad():
+        got = qat(torch.from_numpy(x))
+    assert np.array_equal(got.numpy(), want.outputs[out_name])
+    qat.train()
+    got = qat(torch.from_numpy(x))
+    assert np.array_equal(got.detach().numpy(), want.outputs[out_name])
+    assert qat.counters == {k: dict(v) for k, v in want.counters.items()}
+    torch.nn.functional.cross_entropy(got, torch.arange(6) % 10).backward()
+    assert qat.weight_names and len(qat.weight_names) == len(list(qat.parameters()))
+    for name in qat.weight_names:
+        grad = qat.weight(name).grad
+        assert grad is not None and torch.count_nonzero(grad) > 0, name
+
+
+@pytest.mark.parametrize("backend", ["xs3", "nvdla", "onednn", "nnie", "tflite"])
+def test_an_optimizer_step_rederives_the_integer_parameters(backend):
+    """The program is lowered again after the weights change (and only then), and runs what
+    quantemu.compile makes of the new weights."""
+    calib = demo_dataset("calib")[0]
+    x, labels = demo_dataset("test")
+    qat = qt.prepare(demo_model_path(), backend, calib)
+    first = qat.program
+    assert qat.program is first  # unchanged weights: not lowered again
+    before = qat(torch.from_numpy(x[:32]))
+    loss = torch.nn.functional.cross_entropy(before, torch.from_numpy(labels[:32]).long())
+    loss.backward()
+    torch.optim.SGD(qat.parameters(), lr=0.5).step()
+    second = qat.program
+    assert second is not first
+    layer = first.lowered.layers[0].output
+    codes = [p.run(x[:32], keep="all").tensors[layer].codes for p in (first, second)]
+    assert not np.array_equal(*codes)  # the first layer's integer weights changed
+    # the new program is exactly what compile makes of the trained weights, with the same ranges
+    weights = {n: qat.weight(n).detach().numpy() for n in qat.weight_names}
+    graph = dataclasses.replace(qat.graph, initializers={**qat.graph.initializers, **weights})
+    again = quantemu.compile(graph, backend, calibration=qat.ranges).run(x)
+    with torch.no_grad():
+        assert np.array_equal(qat(torch.from_numpy(x)).numpy(), again.outputs["logits"])
+
+
+def test_straight_through_clips_the_gradient_at_the_range_edges():
+    """Forward: the exact values. Backward: 1 inside [low, high], edges included, 0 outside."""
+
+    class Range:
+        min, max, axis = -1.0, 2.0, None
+
+    twin = torch.tensor([-1.5, -1.0, 0.3, 2.0, 2.0001, 7.0], requires_grad=True)
+    exact = torch.tensor([-1.0, -1.0, 0.25, 2.0, 2.0, 2.0])
+    out = _straight_through(twin, exact, Range)
+    assert torch.equal(out.detach(), exact)
+    out.sum().backward()
+    assert twin.grad.tolist() == [0.0, 1.0, 1.0, 1.0, 0.0, 0.0]
+
+
+def test_straight_through_per_channel_ranges():
+    class Range:
+        min, max, axis = np.array([0.0, -5.0]), np.array([1.0, 5.0]), 1
+
+    twin = torch.tensor([[[3.0], [3.0]]], requires_grad=True)  # (1, 2, 1): channel 0 clips
+    _straight_through(twin, torch.zeros(1, 2, 1), Range).sum().backward()
+    assert twin.grad.flatten().tolist() == [0.0, 1.0]
+
+
+def test_bad_models_are_refused_with_the_remedy():
+    calib = demo_dataset("calib")[0]
+    with pytest.raises(UnsupportedError, match=r"torch.onnx.export"):
+        qt.prepare(torch.nn.Linear(2, 2), "xs3", calib)
+    with pytest.raises(InvalidInputError, match=r"unknown|backend"):
+        qt.prepare(demo_model_path(), "no_such_backend", calib)
+    qat = qt.prepare(demo_model_path(), "nvdla", calib)
+    with pytest.raises(InvalidInputError, match="not a trainable weight"):
+        qat.weight("logits")
