@@ -4,6 +4,7 @@ element for element (``==``); the backward pass reaches every weight (clipped ST
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -120,3 +121,51 @@ def test_bad_models_are_refused_with_the_remedy():
     qat = qt.prepare(demo_model_path(), "nvdla", calib)
     with pytest.raises(InvalidInputError, match="not a trainable weight"):
         qat.weight("logits")
+
+
+@pytest.mark.parametrize(("backend", "options"), VARIANTS)
+def test_export_round_trips_exactly(tmp_path, backend, options):
+    """After training steps, the exported file simulates to the module's eval outputs, with
+    and without calibration data (the ranges it carries win)."""
+    calib = demo_dataset("calib")[0]
+    x, labels = demo_dataset("test")
+    qat = qt.prepare(demo_model_path(), backend, calib, **options)
+    opt = torch.optim.SGD(qat.parameters(), lr=0.05)
+    for start in range(0, 192, 64):
+        out = qat(torch.from_numpy(x[start : start + 64]))
+        loss = torch.nn.functional.cross_entropy(
+            out, torch.from_numpy(labels[start : start + 64]).long()
+        )
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    qat.eval()
+    with torch.no_grad():
+        want = qat(torch.from_numpy(x)).numpy()
+    path = tmp_path / "trained.onnx"
+    qat.export(path)
+    for calib_data in (None, calib[:16]):
+        program = quantemu.compile(str(path), backend, calib=calib_data, **options)
+        assert np.array_equal(program.run(x).outputs["logits"], want)
+        assert "ranges carried in the model file" in program.header["calibration"]
+
+
+def test_quantemu_run_takes_the_exported_model_without_calibration(tmp_path):
+    from quantemu.cli import main
+
+    x, labels = demo_dataset("test")
+    qat = qt.prepare(demo_model_path(), "onednn", demo_dataset("calib")[0], isa="avx2")
+    qat.export(tmp_path / "m.onnx")
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", labels)
+    code = main(["run", str(tmp_path / "m.onnx"), "--backend", "onednn", "--option",
+                 "isa=avx2", "--eval", str(tmp_path / "x.npy"), "--labels",
+                 str(tmp_path / "y.npy"), "--json", str(tmp_path / "r.json"), "-q"])  # fmt: skip
+    assert code == 0
+    report = json.loads((tmp_path / "r.json").read_text())
+    with torch.no_grad():
+        qat.eval()
+        want = float((qat(torch.from_numpy(x)).argmax(1).numpy() == labels).mean())
+    (evaluation,) = report["evaluations"]
+    assert evaluation["backend_accuracy"] == want
+    assert "ranges carried in the model file" in evaluation["header"]["calibration"]

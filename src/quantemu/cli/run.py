@@ -273,10 +273,13 @@ def _inputs(args: argparse.Namespace):
     from quantemu.calibration import is_fully_quantized
     from quantemu.graph.passes import optimize
     from quantemu.graph.passes_shape import bind_from_data
+    from quantemu.simulate.compile import RANGES_KEY, carried_ranges
 
     shapes = dict(args.input_shape or [])
     graph = load_model(args.model, optimize=False, shapes=shapes)
     ranges = _load_ranges(args.ranges) if args.ranges is not None else None
+    if ranges is None and RANGES_KEY in graph.metadata:  # learned ranges the model carries
+        ranges = carried_ranges(graph.metadata[RANGES_KEY])
     if args.calib is not None:
         calib = load_array(args.calib, args.calib_key, f"--calib {args.calib}")
     elif args.model == DEMO and ranges is None:

@@ -151,6 +151,8 @@ def _build(model, where: str, name: str | None, strict: bool) -> Graph:
         "source": where,
         "producer": f"{model.producer_name} {model.producer_version}".strip(),
         "ir_version": str(model.ir_version),
+        # what quantemu wrote with the model (onnx_export): learned ranges, the backend, ...
+        **{p.key: p.value for p in model.metadata_props if p.key.startswith("quantemu.")},
     }
     return Graph(
         name=name or onnx_graph.name or Path(where).stem,

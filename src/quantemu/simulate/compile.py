@@ -9,6 +9,7 @@ rules and chooses the target operators. ``prog.run(x)`` then runs the integer pr
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -46,7 +47,8 @@ class Program:
                 "the model's own quantization"
                 if self.ranges.observer == FROM_MODEL
                 else f"{self.ranges.observer}, {self.ranges.samples} samples"
-            ),
+            )
+            + (", ranges carried in the model file" if RANGES_KEY in self.graph.metadata else ""),
             "quantemu": __version__,
         }
 
@@ -202,11 +204,12 @@ def calibrate_for_backends(
         seen = spec.prepared(optimized, spec.parse_options((options or {}).get(backend, {})))
         key = tuple(n.name for n in seen.nodes)
         if key not in done:
-            done[key] = (
-                ranges_from_model(seen)
-                if calib is None
-                else calibrate(seen, calib, **calibrate_args)
-            )
+            if RANGES_KEY in seen.metadata:  # learned ranges written with the model win
+                done[key] = carried_ranges(seen.metadata[RANGES_KEY])
+            elif calib is None:
+                done[key] = ranges_from_model(seen)
+            else:
+                done[key] = calibrate(seen, calib, **calibrate_args)
         ranges[backend] = done[key]
     return ranges
 
@@ -278,6 +281,9 @@ def calibrated(
     graph = spec.prepared(optimized, opts)
     check_imported(graph, backend)  # before calibration runs the float executor
     ranges = calibration
+    carried = graph.metadata.get(RANGES_KEY)
+    if carried is not None:  # learned ranges written with the model win over any calibration
+        ranges = carried_ranges(carried)
     if ranges is None and calib is None and is_fully_quantized(graph):
         ranges = ranges_from_model(graph)  # an int8 TFLite model fixes every quantization
     if ranges is None:
@@ -290,6 +296,22 @@ def calibrated(
     if graph is not optimized:
         _check_ranges_cover(graph, ranges, backend)
     return graph, ranges
+
+
+#: ``Graph.metadata`` key of ranges written with the model (``QatModel.export``).
+RANGES_KEY = "quantemu.ranges"
+
+
+def carried_ranges(text: str) -> CalibrationRanges:
+    """The ranges a model file carries (its ``quantemu.ranges`` property), checked."""
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(
+            f"the model's {RANGES_KEY} property is not a JSON ranges document ({exc}); "
+            "re-export the model (QatModel.export)"
+        ) from exc
+    return CalibrationRanges.from_json(document)
 
 
 def lower_prepared(

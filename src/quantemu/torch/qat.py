@@ -23,13 +23,19 @@ gradient.
 After each forward, ``qat.counters`` holds every layer's counters (saturations, pair clipping,
 LUT overflow, ...) for a training loop to log, and ``qat.program`` the lowered program.
 
+``qat.export(path)`` writes the trained model: an ONNX file that ``quantemu run`` and
+``quantemu.compile`` simulate to exactly the module's eval outputs (the ranges travel in the file
+as the ``quantemu.ranges`` property and win over any calibration).
+
 Not yet here (issue 18 stays open for them): learnable ranges (LSQ) and NNIE's log-grid gradient,
-``export``, a ``torch.nn.Module`` as the model, and the example and benchmark.
+QDQ nodes for the linear schemes in the exported file, a ``torch.nn.Module`` as the model, and the
+example and benchmark.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -39,7 +45,8 @@ import torch
 from quantemu.calibration.ranges import CalibrationRanges
 from quantemu.errors import InvalidInputError, UnsupportedError
 from quantemu.graph import Graph
-from quantemu.simulate.compile import Program, calibrated, lower_prepared
+from quantemu.graph.onnx_export import save_onnx
+from quantemu.simulate.compile import RANGES_KEY, Program, calibrated, lower_prepared
 from quantemu.torch import ops
 
 # Node inputs that hold trainable weights and biases (by operator: input positions).
@@ -119,19 +126,37 @@ class QatModel(torch.nn.Module):
             )
         return self.params[self._index[name]]
 
+    def trained_graph(self) -> Graph:
+        """The graph with the current weights (as ``quantemu.compile`` optimized it)."""
+        weights = {
+            name: p.detach().cpu().numpy().copy()
+            for name, p in zip(self.weight_names, self.params, strict=True)
+        }
+        return dataclasses.replace(self.graph, initializers={**self.graph.initializers, **weights})
+
+    def export(self, path) -> None:
+        """Write an ONNX model that ``quantemu run`` / ``quantemu.compile`` simulate to exactly
+        this module's eval outputs: the graph with the current weights, and the ranges as the
+        model's ``quantemu.ranges`` property, which win over any calibration when it is read.
+        The backend and its options are recorded too (``quantemu.backend``,
+        ``quantemu.options``); the file can be simulated on any backend."""
+        metadata = {
+            RANGES_KEY: self.ranges.dumps(),
+            "quantemu.backend": self.backend,
+            "quantemu.options": json.dumps(
+                {k: getattr(v, "value", v) for k, v in self.options.items()}, default=str
+            ),
+        }
+        save_onnx(self.trained_graph(), path, metadata)
+
     @property
     def program(self) -> Program:
         """The program lowered from the current weights (lowered again after they change)."""
         version = tuple(p._version for p in self.params) + tuple(id(p) for p in self.params)
         if self._lowered is None or self._lowered[0] != version:
-            weights = {
-                name: p.detach().cpu().numpy().copy()
-                for name, p in zip(self.weight_names, self.params, strict=True)
-            }
-            graph = dataclasses.replace(
-                self.graph, initializers={**self.graph.initializers, **weights}
+            program = lower_prepared(
+                self.trained_graph(), self.backend, self.ranges, **self.options
             )
-            program = lower_prepared(graph, self.backend, self.ranges, **self.options)
             self._lowered = (version, program)
         return self._lowered[1]
 
