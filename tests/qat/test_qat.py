@@ -114,8 +114,8 @@ def test_straight_through_per_channel_ranges():
 
 def test_bad_models_are_refused_with_the_remedy():
     calib = demo_dataset("calib")[0]
-    with pytest.raises(UnsupportedError, match=r"torch.onnx.export"):
-        qt.prepare(torch.nn.Linear(2, 2), "xs3", calib)
+    with pytest.raises(InvalidInputError, match=r"example input: pass example="):
+        qt.prepare(torch.nn.Linear(2, 2), "xs3", "calib.npy")
     with pytest.raises(InvalidInputError, match=r"unknown|backend"):
         qt.prepare(demo_model_path(), "no_such_backend", calib)
     qat = qt.prepare(demo_model_path(), "nvdla", calib)
@@ -169,3 +169,53 @@ def test_quantemu_run_takes_the_exported_model_without_calibration(tmp_path):
     (evaluation,) = report["evaluations"]
     assert evaluation["backend_accuracy"] == want
     assert "ranges carried in the model file" in evaluation["header"]["calibration"]
+
+
+def test_a_torch_module_is_exported_and_trained_exactly():
+    """A torch.nn.Module (exported in eval mode, its weights copied): the QAT model's outputs
+    equal quantemu.compile of the same export, and training it leaves the module untouched."""
+    torch.manual_seed(0)
+    module = torch.nn.Sequential(
+        torch.nn.Conv2d(1, 4, 3, padding=1),
+        torch.nn.BatchNorm2d(4),
+        torch.nn.ReLU(),
+        torch.nn.Flatten(),
+        torch.nn.Linear(4 * 8 * 8, 10),
+    ).train()
+    calib = demo_dataset("calib")[0]
+    x = demo_dataset("test")[0][:40]
+    qat = qt.prepare(module, "nvdla", calib)
+    assert module.training  # its mode is restored
+    want = quantemu.compile(qat.graph, "nvdla", calibration=qat.ranges).run(x).outputs
+    with torch.no_grad():
+        assert np.array_equal(qat(torch.from_numpy(x)).numpy(), want[qat.graph.outputs[0]])
+    before = module[0].weight.detach().clone()
+    qat(torch.from_numpy(x)).sum().backward()
+    torch.optim.SGD(qat.parameters(), lr=0.1).step()
+    assert torch.equal(module[0].weight, before)
+
+
+def test_log_grid_gradient_follows_the_levels():
+    """NNIE's grid: the gradient is level / x (here 1.0 / 0.9 and 2.0 / 2.2); zero where the
+    value fell to zero."""
+    twin = torch.tensor([0.9, 2.2, 1e-6], requires_grad=True)
+    exact = torch.tensor([1.0, 2.0, 0.0])
+    _straight_through(twin, exact, None, logarithmic=True).sum().backward()
+    assert twin.grad.tolist() == pytest.approx([1.0 / 0.9, 2.0 / 2.2, 0.0], rel=1e-6)
+
+
+def test_an_operator_without_a_differentiable_kernel_is_named():
+    from onnx import TensorProto, helper, numpy_helper
+
+    weight = numpy_helper.from_array(np.ones((4, 3), np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Erf", ["h"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])],
+        [weight],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    calib = np.random.default_rng(0).random((8, 4), np.float32)
+    with pytest.raises(UnsupportedError, match=r"without a differentiable kernel yet: Erf"):
+        qt.prepare(quantemu.load_onnx(model), "onednn", calib)

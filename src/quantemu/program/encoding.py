@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -56,6 +57,11 @@ class Encoding(abc.ABC):
         that :meth:`quantize` stays the ideal reference the LSB error is measured against.
         """
         return self.quantize(values)
+
+    #: True when the levels are spaced in proportion to their magnitude (a logarithmic grid,
+    #: NNIE's): quantization-aware training's straight-through gradient then follows the grid,
+    #: d(level)/dx = level / x, instead of the identity of an evenly spaced grid.
+    logarithmic: ClassVar[bool] = False
 
     @abc.abstractmethod
     def lsb_index(self, codes: np.ndarray) -> np.ndarray:

@@ -135,6 +135,7 @@ KERNELS: dict[str, Kernel] = {
     ),
     "Reshape": _reshape,
     "Concat": lambda attrs, inputs: torch.cat(list(inputs), dim=attrs["axis"]),
+    "Softmax": lambda attrs, inputs: torch.softmax(inputs[0], dim=attrs.get("axis", -1)),
     "Transpose": lambda attrs, inputs: inputs[0].permute(*attrs["perm"]),
 }
 

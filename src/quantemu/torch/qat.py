@@ -27,24 +27,29 @@ LUT overflow, ...) for a training loop to log, and ``qat.program`` the lowered p
 ``quantemu.compile`` simulate to exactly the module's eval outputs (the ranges travel in the file
 as the ``quantemu.ranges`` property and win over any calibration).
 
-Not yet here (issue 18 stays open for them): learnable ranges (LSQ) and NNIE's log-grid gradient,
-QDQ nodes for the linear schemes in the exported file, a ``torch.nn.Module`` as the model, and the
-example and benchmark.
+On NNIE's logarithmic grid the straight-through gradient follows the grid: it is scaled by
+``level / x`` (the derivative of ``2^(round(16 log2 x) / 16)`` with the rounding passed through).
+
+Not yet here (issue 18 stays open for them): learnable ranges (LSQ), QDQ nodes for the linear
+schemes in the exported file, and the example and benchmark.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import onnx
 import torch
 
 from quantemu.calibration.ranges import CalibrationRanges
 from quantemu.errors import InvalidInputError, UnsupportedError
-from quantemu.graph import Graph
+from quantemu.graph import Graph, load_onnx
 from quantemu.graph.onnx_export import save_onnx
 from quantemu.simulate.compile import RANGES_KEY, Program, calibrated, lower_prepared
 from quantemu.torch import ops
@@ -60,20 +65,21 @@ def prepare(
     *,
     observer: str = "minmax",
     calibration: CalibrationRanges | None = None,
+    example=None,
     **options: Any,
 ) -> QatModel:
-    """A :class:`QatModel` of ``model`` (an ONNX path or a :class:`~quantemu.graph.Graph`) on
-    ``backend``: the graph and ranges ``quantemu.compile(model, backend, calib, ...)`` uses.
+    """A :class:`QatModel` of ``model`` on ``backend``: the graph and ranges
+    ``quantemu.compile(model, backend, calib, ...)`` uses.
 
-    ``calib``: calibration data (or ``calibration``: precomputed ranges); ``options``: the
-    backend's lowering options, as for ``quantemu.compile``.
+    ``model``: an ONNX path, a :class:`~quantemu.graph.Graph`, or a ``torch.nn.Module``, which
+    is exported to ONNX first (TorchScript exporter, in eval mode, batch axis symbolic) with
+    ``example`` as its input (default: ``calib`` when that is an array); the module's weights are
+    copied, and the returned model is the one to train. ``calib``: calibration data (or
+    ``calibration``: precomputed ranges); ``options``: the backend's lowering options, as for
+    ``quantemu.compile``.
     """
     if isinstance(model, torch.nn.Module):
-        raise UnsupportedError(
-            "quantemu.torch.prepare takes an ONNX model (a path or a quantemu Graph); a "
-            "torch.nn.Module is not taken yet: export it first, torch.onnx.export(module, "
-            "(example,), 'model.onnx'), and pass the path"
-        )
+        model = _from_module(model, calib if example is None else example)
     graph, ranges = calibrated(
         model, backend, calib, observer=observer, calibration=calibration, **options
     )
@@ -91,6 +97,36 @@ def prepare(
             f"{', '.join(sorted(ops.KERNELS))}"
         )
     return QatModel(graph, backend, ranges, options)
+
+
+def _from_module(module: torch.nn.Module, example) -> Graph:
+    """``module`` exported to ONNX (TorchScript exporter) and imported."""
+    if example is None or not isinstance(example, (np.ndarray, torch.Tensor)):
+        raise InvalidInputError(
+            "a torch.nn.Module is exported to ONNX with an example input: pass example=... (a "
+            "batch of the model's input), or calib as an array"
+        )
+    example = torch.as_tensor(np.asarray(example, np.float32))
+    was_training = module.training
+    buffer = io.BytesIO()
+    try:
+        module.eval()
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the exporter's deprecation notes, not the user's
+            torch.onnx.export(
+                module,
+                (example,),
+                buffer,
+                input_names=["input"],
+                output_names=["output"],
+                dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}},
+                dynamo=False,
+            )
+    except Exception as exc:  # the exporter's own errors name the unsupported construct
+        raise UnsupportedError(f"torch.onnx.export could not export the module: {exc}") from exc
+    finally:
+        module.train(was_training)
+    return load_onnx(onnx.load_from_string(buffer.getvalue()), name=type(module).__name__)
 
 
 class QatModel(torch.nn.Module):
@@ -181,8 +217,14 @@ class QatModel(torch.nn.Module):
             out = ops.kernel(node)(node.attrs, args)
             name = node.outputs[0]
             if name in result.tensors:
-                exact = torch.from_numpy(np.array(result.tensors[name].dequantize()))
-                out = _straight_through(out, exact, self.ranges.tensors.get(name))
+                tensor = result.tensors[name]
+                exact = torch.from_numpy(np.array(tensor.dequantize()))
+                out = _straight_through(
+                    out,
+                    exact,
+                    self.ranges.tensors.get(name),
+                    logarithmic=tensor.encoding.logarithmic,
+                )
             values[name] = out
         return values
 
@@ -194,15 +236,22 @@ class QatModel(torch.nn.Module):
         return self._constants[name]
 
 
-def _straight_through(twin: torch.Tensor, exact: torch.Tensor, rng) -> torch.Tensor:
+def _straight_through(
+    twin: torch.Tensor, exact: torch.Tensor, rng, *, logarithmic: bool = False
+) -> torch.Tensor:
     """``exact`` in the forward pass; ``twin``'s gradient, zero where ``twin`` lies outside the
-    calibrated range ``rng`` (the clipped straight-through estimator)."""
+    calibrated range ``rng`` (the clipped straight-through estimator). On a ``logarithmic``
+    grid the gradient is scaled by ``exact / twin`` (zero where the value fell to zero): the
+    derivative of ``2^(round(16 log2 x) / 16)`` with the rounding passed straight through."""
     if exact.shape != twin.shape:
         raise InvalidInputError(
             f"quantemu.torch: the float twin computes shape {tuple(twin.shape)} where the "
             f"program holds {tuple(exact.shape)}; this model's layout is not supported yet"
         )
     through = twin - twin.detach()  # zero, with twin's gradient
+    if logarithmic:  # the gradient follows the log grid: d(level)/dx = level / x
+        base = twin.detach()
+        through = through * torch.where(base != 0, exact / torch.where(base != 0, base, 1), 0)
     if rng is not None:
         low, high = (_broadcast(v, rng.axis, twin.dim()) for v in (rng.min, rng.max))
         through = through * ((twin >= low) & (twin <= high))

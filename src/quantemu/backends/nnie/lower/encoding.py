@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -61,6 +62,7 @@ class LogEncoding(Encoding):
     clip: float
     bits: int = 8
     params: LogQuantParams = field(init=False, repr=False, compare=False)
+    logarithmic: ClassVar[bool] = True  # levels 2^(1/16) apart: a relative grid
     _k: int = field(init=False, repr=False, compare=False)  # derived once: read on every run
 
     def __post_init__(self) -> None:
