@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.parametrize("args", [["check"], ["format", "--check"]], ids=["check", "format"])
 def test_ruff_clean(args):
     pytest.importorskip("ruff", reason="ruff is part of the test extra: pip install -e '.[test]'")
-    targets = [p for p in ("src", "tests", "bench", "tools") if (ROOT / p).exists()]
+    targets = [p for p in ("src", "tests", "bench", "tools", "examples") if (ROOT / p).exists()]
     result = subprocess.run(
         [sys.executable, "-m", "ruff", *args, *targets],
         cwd=ROOT,

@@ -85,3 +85,13 @@ def test_simulate_memory_child_runs_a_tiny_batch():
     spec.loader.exec_module(simulate)
     for engine in ("onnxruntime", "xs3"):
         assert simulate._peak_mib(engine, 2, 32, {}) > 0
+
+
+def test_qat_bench_parses():
+    pytest.importorskip("torch")
+    spec = importlib.util.spec_from_file_location("bench_qat", BENCH / "qat.py")
+    qat = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(qat)
+    with pytest.raises(SystemExit) as exit_info:
+        qat.main(["--help"])
+    assert exit_info.value.code == 0

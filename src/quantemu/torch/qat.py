@@ -209,14 +209,22 @@ class QatModel(torch.nn.Module):
             found = tuple(torch.from_numpy(np.array(result.outputs[o])) for o in outputs)
         return found[0] if len(found) == 1 else found
 
+    def float_forward(self, x: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, ...]:
+        """The float model on the current weights, in torch (no quantization anywhere): the
+        baseline that quantization-aware training is compared with, in accuracy and in cost."""
+        values = self._twin(torch.as_tensor(x), None)
+        found = tuple(values[o] for o in self.graph.outputs)
+        return found[0] if len(found) == 1 else found
+
     def _twin(self, x: torch.Tensor, result) -> dict[str, torch.Tensor]:
-        """The float twin, each quantized tensor's value replaced by the exact one (STE)."""
+        """The float twin, each quantized tensor's value replaced by the exact one of
+        ``result`` (STE; ``None``: plain float)."""
         values: dict[str, torch.Tensor] = {self.graph.inputs[0].name: x.float()}
         for node in self.graph.nodes:
             args = [self._value(name, values) if name else None for name in node.inputs]
             out = ops.kernel(node)(node.attrs, args)
             name = node.outputs[0]
-            if name in result.tensors:
+            if result is not None and name in result.tensors:
                 tensor = result.tensors[name]
                 exact = torch.from_numpy(np.array(tensor.dequantize()))
                 out = _straight_through(
