@@ -16,7 +16,7 @@ import quantemu.torch as qt  # noqa: E402
 from quantemu.data import demo_dataset, demo_model_path  # noqa: E402
 from quantemu.errors import InvalidInputError, UnsupportedError  # noqa: E402
 from quantemu.graph.zoo import resnet18  # noqa: E402
-from quantemu.torch.qat import _straight_through  # noqa: E402
+from quantemu.torch.ste import straight_through as _straight_through  # noqa: E402
 
 VARIANTS = [
     ("xs3", {}),
@@ -219,3 +219,53 @@ def test_an_operator_without_a_differentiable_kernel_is_named():
     calib = np.random.default_rng(0).random((8, 4), np.float32)
     with pytest.raises(UnsupportedError, match=r"without a differentiable kernel yet: Erf"):
         qt.prepare(quantemu.load_onnx(model), "onednn", calib)
+
+
+@pytest.mark.parametrize("backend", ["xs3", "nvdla", "onednn", "nnie", "tflite"])
+def test_learned_ranges_are_lowered_trained_and_exported_exactly(tmp_path, backend):
+    """ranges="learned": the ranges get gradients, an optimizer step moves them, the program is
+    lowered from the moved ranges (== compile with them), and export carries them."""
+    calib = demo_dataset("calib")[0]
+    x, labels = demo_dataset("test")
+    qat = qt.prepare(demo_model_path(), backend, calib, ranges="learned")
+    assert qat.ranges.tensors == qat.calibrated.tensors  # they start at the calibrated ones
+    out = qat(torch.from_numpy(x[:64]))
+    torch.nn.functional.cross_entropy(out, torch.from_numpy(labels[:64]).long()).backward()
+    grad = qat.learned.bounds.grad
+    assert grad is not None and torch.count_nonzero(grad) > 0
+    torch.optim.SGD(qat.parameters(), lr=0.05).step()
+    moved = qat.ranges
+    assert moved.tensors != qat.calibrated.tensors
+    graph = qat.trained_graph()
+    want = quantemu.compile(graph, backend, calibration=moved).run(x).outputs["logits"]
+    qat.eval()
+    with torch.no_grad():
+        got = qat(torch.from_numpy(x)).numpy()
+    assert np.array_equal(got, want)
+    qat.export(tmp_path / "learned.onnx")
+    again = quantemu.compile(str(tmp_path / "learned.onnx"), backend).run(x).outputs["logits"]
+    assert np.array_equal(again, got)
+
+
+def test_lsq_range_gradient_at_the_edges():
+    """Inside [low, high] the rounding error over the width; a clipped value follows its end
+    (1); all scaled by 1 / sqrt(elements * 255)."""
+    low, high = torch.tensor(0.0, requires_grad=True), torch.tensor(4.0, requires_grad=True)
+
+    class Range:
+        min, max, axis = 0.0, 4.0, None
+
+    twin = torch.tensor([-1.0, 1.2, 3.9, 5.0])
+    exact = torch.tensor([0.0, 1.0, 4.0, 4.0])
+    out = _straight_through(twin, exact, Range, learned=(low, high))
+    assert torch.equal(out.detach(), exact)
+    out.sum().backward()
+    scale = 1 / (4 * 255) ** 0.5
+    inside = (1.0 - 1.2) / 4 + (4.0 - 3.9) / 4  # (y - x) / (high - low) over the inside values
+    assert high.grad.item() == pytest.approx((inside + 1) * scale)  # + the value above
+    assert low.grad.item() == pytest.approx((-inside + 1) * scale)  # + the value below
+
+
+def test_bad_ranges_mode():
+    with pytest.raises(InvalidInputError, match=r"ranges = 'lsq'; choose 'observed'"):
+        qt.prepare(demo_model_path(), "nvdla", demo_dataset("calib")[0], ranges="lsq")

@@ -30,8 +30,12 @@ as the ``quantemu.ranges`` property and win over any calibration).
 On NNIE's logarithmic grid the straight-through gradient follows the grid: it is scaled by
 ``level / x`` (the derivative of ``2^(round(16 log2 x) / 16)`` with the rounding passed through).
 
-Not yet here (issue 18 stays open for them): learnable ranges (LSQ), QDQ nodes for the linear
-schemes in the exported file, and the example and benchmark.
+``prepare(..., ranges="learned")`` trains the ends of every per-tensor activation range with the
+weights (LSQ, :mod:`quantemu.torch.ste`); the backend derives its integer parameters from the
+current ranges at every forward pass, and ``export`` writes them.
+
+Not yet here (issue 18 stays open for it): QDQ nodes for the linear schemes in the exported
+file.
 """
 
 from __future__ import annotations
@@ -53,6 +57,8 @@ from quantemu.graph import Graph, load_onnx
 from quantemu.graph.onnx_export import save_onnx
 from quantemu.simulate.compile import RANGES_KEY, Program, calibrated, lower_prepared
 from quantemu.torch import ops
+from quantemu.torch.ranges import LearnedRanges, RangeMode
+from quantemu.torch.ste import straight_through
 
 # Node inputs that hold trainable weights and biases (by operator: input positions).
 TRAINABLE = {"Conv": (1, 2), "ConvTranspose": (1, 2), "Gemm": (1, 2), "MatMul": (0, 1)}
@@ -66,6 +72,7 @@ def prepare(
     observer: str = "minmax",
     calibration: CalibrationRanges | None = None,
     example=None,
+    ranges: RangeMode | str = RangeMode.OBSERVED,
     **options: Any,
 ) -> QatModel:
     """A :class:`QatModel` of ``model`` on ``backend``: the graph and ranges
@@ -75,12 +82,14 @@ def prepare(
     is exported to ONNX first (TorchScript exporter, in eval mode, batch axis symbolic) with
     ``example`` as its input (default: ``calib`` when that is an array); the module's weights are
     copied, and the returned model is the one to train. ``calib``: calibration data (or
-    ``calibration``: precomputed ranges); ``options``: the backend's lowering options, as for
-    ``quantemu.compile``.
+    ``calibration``: precomputed ranges); ``ranges``: ``"observed"`` keeps them fixed,
+    ``"learned"`` trains their ends (:mod:`quantemu.torch.ranges`); ``options``: the backend's
+    lowering options, as for ``quantemu.compile``.
     """
+    mode = RangeMode.parse(ranges)
     if isinstance(model, torch.nn.Module):
         model = _from_module(model, calib if example is None else example)
-    graph, ranges = calibrated(
+    graph, found = calibrated(
         model, backend, calib, observer=observer, calibration=calibration, **options
     )
     if graph.quant_overrides:
@@ -96,7 +105,7 @@ def prepare(
             f"differentiable kernel yet: {', '.join(missing)}; supported: "
             f"{', '.join(sorted(ops.KERNELS))}"
         )
-    return QatModel(graph, backend, ranges, options)
+    return QatModel(graph, backend, found, options, ranges_mode=mode)
 
 
 def _from_module(module: torch.nn.Module, example) -> Graph:
@@ -134,11 +143,18 @@ class QatModel(torch.nn.Module):
     ``name``; ``weight_names`` lists them in graph order."""
 
     def __init__(
-        self, graph: Graph, backend: str, ranges: CalibrationRanges, options: Mapping
+        self,
+        graph: Graph,
+        backend: str,
+        ranges: CalibrationRanges,
+        options: Mapping,
+        *,
+        ranges_mode: RangeMode = RangeMode.OBSERVED,
     ) -> None:
         super().__init__()
-        self.graph, self.backend, self.ranges = graph, backend, ranges
+        self.graph, self.backend, self.calibrated = graph, backend, ranges
         self.options = dict(options)
+        self.learned = LearnedRanges(ranges) if ranges_mode is RangeMode.LEARNED else None
         self.weight_names = _trainable(graph)
         self.params = torch.nn.ParameterList(
             torch.nn.Parameter(torch.from_numpy(np.array(graph.initializers[n], np.float32)))
@@ -150,7 +166,7 @@ class QatModel(torch.nn.Module):
             for name, value in graph.initializers.items()
             if name not in self._index
         }
-        self._lowered: tuple[tuple, Program] | None = None
+        self._lowered: tuple[tuple, Program, CalibrationRanges] | None = None
         self.counters: dict[str, dict[str, int]] = {}
 
     def weight(self, name: str) -> torch.nn.Parameter:
@@ -186,24 +202,36 @@ class QatModel(torch.nn.Module):
         save_onnx(self.trained_graph(), path, metadata)
 
     @property
+    def ranges(self) -> CalibrationRanges:
+        """The ranges the current program was lowered with: the calibrated ones, or with
+        ``ranges="learned"`` the current learned ones."""
+        return self._current()[2]
+
+    @property
     def program(self) -> Program:
-        """The program lowered from the current weights (lowered again after they change)."""
-        version = tuple(p._version for p in self.params) + tuple(id(p) for p in self.params)
+        """The program lowered from the current weights and ranges (lowered again after any of
+        them changes)."""
+        return self._current()[1]
+
+    def _current(self) -> tuple[tuple, Program, CalibrationRanges]:
+        tracked = [*self.params, *([] if self.learned is None else [self.learned.bounds])]
+        version = tuple((id(p), p._version) for p in tracked)
         if self._lowered is None or self._lowered[0] != version:
-            program = lower_prepared(
-                self.trained_graph(), self.backend, self.ranges, **self.options
+            ranges = (
+                self.calibrated if self.learned is None else self.learned.current(self.calibrated)
             )
-            self._lowered = (version, program)
-        return self._lowered[1]
+            program = lower_prepared(self.trained_graph(), self.backend, ranges, **self.options)
+            self._lowered = (version, program, ranges)
+        return self._lowered
 
     def forward(self, x: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, ...]:
-        program = self.program
+        _, program, ranges = self._current()
         data = x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
         result = program.run(data, keep="all")
         self.counters = {k: dict(v) for k, v in result.counters.items()}
         outputs = self.graph.outputs
-        if torch.is_grad_enabled() and any(p.requires_grad for p in self.params):
-            values = self._twin(torch.as_tensor(data), result)
+        if torch.is_grad_enabled() and any(p.requires_grad for p in self.parameters()):
+            values = self._twin(torch.as_tensor(data), result, ranges)
             found = tuple(values[o] for o in outputs)
         else:
             found = tuple(torch.from_numpy(np.array(result.outputs[o])) for o in outputs)
@@ -212,13 +240,14 @@ class QatModel(torch.nn.Module):
     def float_forward(self, x: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, ...]:
         """The float model on the current weights, in torch (no quantization anywhere): the
         baseline that quantization-aware training is compared with, in accuracy and in cost."""
-        values = self._twin(torch.as_tensor(x), None)
+        values = self._twin(torch.as_tensor(x), None, None)
         found = tuple(values[o] for o in self.graph.outputs)
         return found[0] if len(found) == 1 else found
 
-    def _twin(self, x: torch.Tensor, result) -> dict[str, torch.Tensor]:
+    def _twin(self, x: torch.Tensor, result, ranges) -> dict[str, torch.Tensor]:
         """The float twin, each quantized tensor's value replaced by the exact one of
-        ``result`` (STE; ``None``: plain float)."""
+        ``result`` (the straight-through estimator, :mod:`quantemu.torch.ste`; ``None``: plain
+        float)."""
         values: dict[str, torch.Tensor] = {self.graph.inputs[0].name: x.float()}
         for node in self.graph.nodes:
             args = [self._value(name, values) if name else None for name in node.inputs]
@@ -227,11 +256,12 @@ class QatModel(torch.nn.Module):
             if result is not None and name in result.tensors:
                 tensor = result.tensors[name]
                 exact = torch.from_numpy(np.array(tensor.dequantize()))
-                out = _straight_through(
+                out = straight_through(
                     out,
                     exact,
-                    self.ranges.tensors.get(name),
+                    ranges.tensors.get(name),
                     logarithmic=tensor.encoding.logarithmic,
+                    learned=None if self.learned is None else self.learned.of(name),
                 )
             values[name] = out
         return values
@@ -242,38 +272,6 @@ class QatModel(torch.nn.Module):
         if name in self._index:
             return self.params[self._index[name]]
         return self._constants[name]
-
-
-def _straight_through(
-    twin: torch.Tensor, exact: torch.Tensor, rng, *, logarithmic: bool = False
-) -> torch.Tensor:
-    """``exact`` in the forward pass; ``twin``'s gradient, zero where ``twin`` lies outside the
-    calibrated range ``rng`` (the clipped straight-through estimator). On a ``logarithmic``
-    grid the gradient is scaled by ``exact / twin`` (zero where the value fell to zero): the
-    derivative of ``2^(round(16 log2 x) / 16)`` with the rounding passed straight through."""
-    if exact.shape != twin.shape:
-        raise InvalidInputError(
-            f"quantemu.torch: the float twin computes shape {tuple(twin.shape)} where the "
-            f"program holds {tuple(exact.shape)}; this model's layout is not supported yet"
-        )
-    through = twin - twin.detach()  # zero, with twin's gradient
-    if logarithmic:  # the gradient follows the log grid: d(level)/dx = level / x
-        base = twin.detach()
-        through = through * torch.where(base != 0, exact / torch.where(base != 0, base, 1), 0)
-    if rng is not None:
-        low, high = (_broadcast(v, rng.axis, twin.dim()) for v in (rng.min, rng.max))
-        through = through * ((twin >= low) & (twin <= high))
-    return exact + through
-
-
-def _broadcast(value, axis: int | None, ndim: int) -> torch.Tensor:
-    """A range bound as a tensor broadcasting along ``axis`` (per-channel) or a scalar."""
-    tensor = torch.as_tensor(np.asarray(value, np.float32))
-    if axis is None or tensor.dim() == 0:
-        return tensor
-    shape = [1] * ndim
-    shape[axis % ndim] = tensor.numel()
-    return tensor.reshape(shape)
 
 
 def _trainable(graph: Graph) -> tuple[str, ...]:
