@@ -5,12 +5,12 @@ float model exactly as ``quantemu.compile`` does (the same graph, the same range
 :class:`QatModel`: a ``torch.nn.Module`` whose trainable parameters are the float weights and
 biases of the graph's Conv, ConvTranspose, Gemm and MatMul nodes.
 
-**Forward.** The backend lowers the graph with the *current* weights and the calibrated ranges
-(:func:`~quantemu.simulate.compile.lower_prepared`: every integer parameter derived as the
+**Forward.** The backend lowers the graph with the *current* weights and ranges (calibrated, or
+learned) (:func:`~quantemu.simulate.compile.lower_prepared`: every integer parameter derived as the
 vendor's toolchain derives it) and runs its exact layers on the batch. The module returns the
 dequantized graph outputs: element for element what ``quantemu.compile(...).run(x)`` gives for
-these weights, in train and in eval mode. The lowering is redone only when a weight has changed
-since the last forward (an optimizer step, any in-place update).
+these weights, in train and in eval mode. The lowering is redone only when a weight or a learned
+range has changed since the last forward (an optimizer step, any in-place update).
 
 **Backward** (straight-through estimator). With gradients enabled, a float twin of the graph in
 torch (:mod:`quantemu.torch.ops`) runs beside the exact program; at every tensor the program
