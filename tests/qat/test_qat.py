@@ -269,3 +269,37 @@ def test_lsq_range_gradient_at_the_edges():
 def test_bad_ranges_mode():
     with pytest.raises(InvalidInputError, match=r"ranges = 'lsq'; choose 'observed'"):
         qt.prepare(demo_model_path(), "nvdla", demo_dataset("calib")[0], ranges="lsq")
+
+
+@pytest.mark.parametrize(
+    ("backend", "linear"), [("nvdla", True), ("tflite", True), ("nnie", False)]
+)
+def test_export_writes_qdq_for_linear_schemes_that_other_tools_run(tmp_path, backend, linear):
+    """Linear schemes: a Q/DQ pair per per-tensor 8-bit tensor, with the program's own scale
+    (float32) and zero point, which onnxruntime runs; NNIE's log codes: the property only."""
+    ort = pytest.importorskip("onnxruntime")
+    onnx = pytest.importorskip("onnx")
+    from onnx import numpy_helper
+
+    x = demo_dataset("test")[0]
+    qat = qt.prepare(demo_model_path(), backend, demo_dataset("calib")[0])
+    qat.eval()
+    qat.export(tmp_path / "q.onnx")
+    model = onnx.load(str(tmp_path / "q.onnx"))
+    quantize = [n for n in model.graph.node if n.op_type == "QuantizeLinear"]
+    if not linear:
+        assert not quantize
+        return
+    stored = qat.program.run(x[:1], keep="all").tensors
+    consts = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    assert len(quantize) == len(stored) - 1  # every tensor but the graph output
+    for node in quantize:
+        enc = stored[node.input[0]].encoding
+        assert consts[node.input[1]] == np.float32(enc.scale)
+        assert int(consts[node.input[2]]) == int(enc.zero_point)
+    session = ort.InferenceSession(str(tmp_path / "q.onnx"), providers=["CPUExecutionProvider"])
+    theirs = session.run(None, {session.get_inputs()[0].name: x})[0]
+    with torch.no_grad():
+        ours = qat(torch.from_numpy(x)).numpy()
+    # onnxruntime computes its own arithmetic: top-1, not codes, is what the two share
+    assert np.mean(theirs.argmax(1) == ours.argmax(1)) >= 0.98

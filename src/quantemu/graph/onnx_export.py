@@ -6,11 +6,13 @@ attributes are ONNX's, normalized; the one IR-only form, a fused activation (``a
 on its producer, :func:`~quantemu.graph.passes.fuse_activation`), is written as the producer and
 its Relu / Clip / LeakyRelu node again, which the default passes fuse on loading. Extra
 ``metadata`` becomes the model's ``metadata_props``; the importer keeps the ``quantemu.*`` keys
-in ``Graph.metadata``.
+in ``Graph.metadata``. Tensors may be written behind Q/DQ pairs (``qdq``), for other tools; a
+file that also carries ``quantemu.ranges`` is read back by quantemu without them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -28,12 +30,33 @@ FUSED = ("activation", "activation_min", "activation_max", "activation_alpha")
 DEFAULT_SKIPPED = {"dilations": (1, 1)}
 
 
-def to_onnx(graph: Graph, metadata: Mapping[str, str] | None = None) -> onnx.ModelProto:
-    """``graph`` as an ONNX model (opset ``graph.opset``), with ``metadata`` as properties."""
+def to_onnx(
+    graph: Graph,
+    metadata: Mapping[str, str] | None = None,
+    qdq: Mapping[str, tuple[float, int, str]] | None = None,
+) -> onnx.ModelProto:
+    """``graph`` as an ONNX model (opset ``graph.opset``), with ``metadata`` as properties.
+
+    ``qdq``: tensor name -> ``(scale, zero_point, dtype)`` (``"int8"`` or ``"uint8"``) of tensors
+    to write behind a QuantizeLinear -> DequantizeLinear pair, their readers reading the pair's
+    output (the graph's outputs are left as they are), so that tools that read QDQ models see
+    the quantization; the scale is written as float32, as ONNX holds it.
+    """
     nodes: list[onnx.NodeProto] = []
     inits = [numpy_helper.from_array(np.asarray(v), name) for name, v in graph.initializers.items()]
-    for node in graph.nodes:
+    pairs = {name: params for name, params in (qdq or {}).items() if name not in graph.outputs}
+    renamed = {name: f"{name}__dq" for name in pairs}
+    for info in graph.inputs:
+        if info.name in pairs:
+            nodes.extend(_qdq_pair(info.name, pairs[info.name], inits))
+    for original in graph.nodes:
+        node = dataclasses.replace(
+            original, inputs=tuple(renamed.get(n, n) for n in original.inputs)
+        )
         nodes.extend(_node(node, inits))
+        for out in node.outputs:
+            if out in pairs:
+                nodes.extend(_qdq_pair(out, pairs[out], inits))
     model = helper.make_model(
         helper.make_graph(
             nodes,
@@ -51,14 +74,34 @@ def to_onnx(graph: Graph, metadata: Mapping[str, str] | None = None) -> onnx.Mod
     return model
 
 
-def save_onnx(graph: Graph, path: str | Path, metadata: Mapping[str, str] | None = None) -> None:
+def save_onnx(
+    graph: Graph,
+    path: str | Path,
+    metadata: Mapping[str, str] | None = None,
+    qdq: Mapping[str, tuple[float, int, str]] | None = None,
+) -> None:
     """Write :func:`to_onnx` to ``path`` (a clear error if the directory does not exist)."""
     path = Path(path)
     if not path.parent.is_dir():
         raise InvalidInputError(
             f"cannot write {path}: the directory {path.parent} does not exist; create it first"
         )
-    onnx.save_model(to_onnx(graph, metadata), str(path))
+    onnx.save_model(to_onnx(graph, metadata, qdq), str(path))
+
+
+def _qdq_pair(name: str, params: tuple[float, int, str], inits: list) -> list[onnx.NodeProto]:
+    scale, zero_point, dtype = params
+    if dtype not in ("int8", "uint8"):
+        raise UnsupportedError(f"QDQ of {name!r}: dtype {dtype} (QuantizeLinear takes int8/uint8)")
+    inits.append(numpy_helper.from_array(np.array(scale, np.float32), f"{name}__scale"))
+    inits.append(numpy_helper.from_array(np.array(zero_point, dtype), f"{name}__zero_point"))
+    args = [f"{name}__scale", f"{name}__zero_point"]
+    return [
+        helper.make_node("QuantizeLinear", [name, *args], [f"{name}__q"], name=f"{name}__q"),
+        helper.make_node(
+            "DequantizeLinear", [f"{name}__q", *args], [f"{name}__dq"], name=f"{name}__dq"
+        ),
+    ]
 
 
 def _node(node: Node, inits: list) -> list[onnx.NodeProto]:

@@ -32,7 +32,7 @@ from quantemu.graph.onnx_attrs import (
 )
 from quantemu.graph.onnx_shape_fold import rewrite_raw
 from quantemu.graph.ops.unsupported import UNSUPPORTED, unsupported_error
-from quantemu.graph.qdq import DEQUANTIZE, QUANTIZE, remove_qdq
+from quantemu.graph.qdq import DEQUANTIZE, QUANTIZE, drop_qdq_pairs, remove_qdq
 from quantemu.graph.shapes import infer_node
 
 __all__ = ["MAX_OPSET", "MIN_OPSET", "load_onnx"]
@@ -139,7 +139,12 @@ def _build(model, where: str, name: str | None, strict: bool) -> Graph:
     if not outputs:
         raise InvalidInputError("the graph declares no outputs")
     nodes = _toposort(nodes, {t.name for t in inputs} | set(consts), outputs)
-    if any(n.op_type in (QUANTIZE, DEQUANTIZE) for n in nodes):
+    carried = any(p.key == "quantemu.ranges" for p in model.metadata_props)
+    if carried and any(n.op_type in (QUANTIZE, DEQUANTIZE) for n in nodes):
+        # quantemu's own export: its exact ranges are the property; the Q/DQ pairs written for
+        # other tools are dropped as they are (no clamp, no override), leaving the float graph
+        nodes, overrides = drop_qdq_pairs(nodes), {}
+    elif any(n.op_type in (QUANTIZE, DEQUANTIZE) for n in nodes):
         nodes, overrides = remove_qdq(nodes, consts, outputs, opset)
     else:
         overrides = {}

@@ -90,6 +90,33 @@ def _dequantize_constant(raw: RawNode, values: np.ndarray, params: QuantOverride
     return (diff.astype(np.float32) * scale.astype(np.float32)).astype(np.float32)
 
 
+def drop_qdq_pairs(nodes: list[RawNode]) -> list[RawNode]:
+    """The nodes without their QuantizeLinear -> DequantizeLinear pairs, each pair's output read
+    as its input: for a file whose quantization quantemu records otherwise (its own export,
+    ``quantemu.ranges``). A Q/DQ node outside such a pair is an error."""
+    produced = {n.outputs[0]: n for n in nodes if n.op_type == QUANTIZE}
+    alias: dict[str, str] = {}
+    for node in nodes:
+        if node.op_type == DEQUANTIZE:
+            source = produced.get(node.inputs[0])
+            if source is None:
+                raise InvalidInputError(
+                    f"{node}: a DequantizeLinear that does not read a QuantizeLinear, in a file "
+                    "with quantemu.ranges; re-export the model (QatModel.export)"
+                )
+            alias[node.outputs[0]] = source.inputs[0]
+    paired = set(alias) | {n.outputs[0] for n in produced.values()}
+    kept = []
+    for node in nodes:
+        if node.op_type in (QUANTIZE, DEQUANTIZE):
+            if node.outputs[0] not in paired:
+                raise InvalidInputError(f"{node}: unpaired in a file with quantemu.ranges")
+            continue
+        node.inputs = tuple(alias.get(name, name) for name in node.inputs)
+        kept.append(node)
+    return kept
+
+
 def remove_qdq(
     nodes: list[RawNode], consts: dict[str, np.ndarray], outputs: list[str], opset: int
 ) -> tuple[list[RawNode], dict[str, QuantOverride]]:

@@ -34,8 +34,8 @@ On NNIE's logarithmic grid the straight-through gradient follows the grid: it is
 weights (LSQ, :mod:`quantemu.torch.ste`); the backend derives its integer parameters from the
 current ranges at every forward pass, and ``export`` writes them.
 
-Not yet here (issue 18 stays open for it): QDQ nodes for the linear schemes in the exported
-file.
+Where the scheme is linear, the exported file also carries Q/DQ pairs for QDQ tools
+(:meth:`QatModel.export`).
 """
 
 from __future__ import annotations
@@ -55,11 +55,13 @@ from quantemu.calibration.ranges import CalibrationRanges
 from quantemu.errors import InvalidInputError, UnsupportedError
 from quantemu.graph import Graph, load_onnx
 from quantemu.graph.onnx_export import save_onnx
+from quantemu.simulate import LinearEncoding
 from quantemu.simulate.compile import RANGES_KEY, Program, calibrated, lower_prepared
 from quantemu.torch import ops
 from quantemu.torch.ranges import LearnedRanges, RangeMode
 from quantemu.torch.ste import straight_through
 
+_QDQ_TYPES = ("int8", "uint8")  # what ONNX's QuantizeLinear writes (opset 10-18 and on)
 # Node inputs that hold trainable weights and biases (by operator: input positions).
 TRAINABLE = {"Conv": (1, 2), "ConvTranspose": (1, 2), "Gemm": (1, 2), "MatMul": (0, 1)}
 
@@ -191,7 +193,13 @@ class QatModel(torch.nn.Module):
         this module's eval outputs: the graph with the current weights, and the ranges as the
         model's ``quantemu.ranges`` property, which win over any calibration when it is read.
         The backend and its options are recorded too (``quantemu.backend``,
-        ``quantemu.options``); the file can be simulated on any backend."""
+        ``quantemu.options``); the file can be simulated on any backend.
+
+        Where the target's scheme is linear, every tensor it stores as per-tensor int8 or uint8
+        is also written behind a QuantizeLinear/DequantizeLinear pair with the target's scale
+        (as float32) and zero point, so that QDQ tools (onnxruntime, TensorRT, ...) see the
+        quantization; quantemu reads the exact ranges and drops the pairs. NNIE's log codes and
+        per-channel or wider encodings travel only in the property."""
         metadata = {
             RANGES_KEY: self.ranges.dumps(),
             "quantemu.backend": self.backend,
@@ -199,7 +207,22 @@ class QatModel(torch.nn.Module):
                 {k: getattr(v, "value", v) for k, v in self.options.items()}, default=str
             ),
         }
-        save_onnx(self.trained_graph(), path, metadata)
+        save_onnx(self.trained_graph(), path, metadata, qdq=self._qdq())
+
+    def _qdq(self) -> dict[str, tuple[float, int, str]]:
+        """``(scale, zero_point, dtype)`` of every tensor the program stores with a per-tensor
+        8-bit linear encoding (read from one run on zeros), for the exported file's Q/DQ pairs;
+        empty when the input's shape is not fixed beyond the batch."""
+        shape = self.graph.inputs[0].shape[1:]
+        if len(self.graph.inputs) != 1 or not all(isinstance(d, int) for d in shape):
+            return {}
+        probe = np.zeros((1, *shape), np.float32)
+        found = {}
+        for name, tensor in self.program.run(probe, keep="all").tensors.items():
+            enc = tensor.encoding
+            if isinstance(enc, LinearEncoding) and enc.axis is None and enc.dtype in _QDQ_TYPES:
+                found[name] = (float(enc.scale), int(enc.zero_point), enc.dtype)
+        return found
 
     @property
     def ranges(self) -> CalibrationRanges:
