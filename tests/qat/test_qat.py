@@ -24,6 +24,7 @@ VARIANTS = [
     ("nvdla", {}),
     ("onednn", {}),
     ("onednn", {"isa": "avx2"}),
+    ("onednn", {"isa": "avx512_core"}),
     ("nnie", {}),
     ("tflite", {}),
 ]
@@ -42,7 +43,7 @@ def resnet():
 
 @pytest.mark.parametrize(("backend", "options"), VARIANTS)
 def test_forward_is_the_compiled_program_and_backward_reaches_every_weight(
-    resnet, backend, options
+    resnet, backend, options, tmp_path
 ):
     model, calib, x = resnet
     want = quantemu.compile(model, backend, calib=calib, **options).run(x)
@@ -61,6 +62,13 @@ def test_forward_is_the_compiled_program_and_backward_reaches_every_weight(
     for name in qat.weight_names:
         grad = qat.weight(name).grad
         assert grad is not None and torch.count_nonzero(grad) > 0, name
+    torch.optim.SGD(qat.parameters(), lr=0.01).step()
+    qat.eval()
+    with torch.no_grad():
+        trained = qat(torch.from_numpy(x)).numpy()
+    qat.export(tmp_path / "resnet.onnx")  # and the held-out model's export round-trips
+    again = quantemu.compile(str(tmp_path / "resnet.onnx"), backend, **options).run(x)
+    assert np.array_equal(again.outputs[out_name], trained)
 
 
 @pytest.mark.parametrize("backend", ["xs3", "nvdla", "onednn", "nnie", "tflite"])
