@@ -155,14 +155,18 @@ class ImageFolderDataset:
     def batches(self, batch_size: int) -> Iterator[Batch]:
         """Stacks of ``batch_size`` prepared images."""
         for start in range(0, len(self.files), batch_size):
-            images = [self.load(p) for p in self.files[start : start + batch_size]]
-            shapes = {im.shape for im in images}
-            if len(shapes) > 1:
-                raise InvalidInputError(
-                    f"images in {self.folder} have different sizes {sorted(shapes)}; give a "
-                    "size to resize them to (--image-size H W)"
-                )
-            yield np.stack(images).astype(np.float32, copy=False)
+            yield self.read(start, start + batch_size)
+
+    def read(self, start: int, stop: int) -> np.ndarray:
+        """The prepared images ``start:stop`` (in file-name order), stacked."""
+        images = [self.load(p) for p in self.files[start:stop]]
+        shapes = {im.shape for im in images}
+        if len(shapes) > 1:
+            raise InvalidInputError(
+                f"images in {self.folder} have different sizes {sorted(shapes)}; give a "
+                "size to resize them to (--image-size H W)"
+            )
+        return np.stack(images).astype(np.float32, copy=False)
 
 
 def load_dataset(

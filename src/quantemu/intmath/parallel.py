@@ -44,6 +44,7 @@ __all__ = [
     "map_parts",
     "map_tasks",
     "set_threads",
+    "thread_limit",
     "threads",
 ]
 
@@ -113,6 +114,23 @@ def limit_threads(n: int | None) -> Iterator[None]:
         yield
     finally:
         _state["threads"] = previous
+
+
+@contextlib.contextmanager
+def thread_limit(n: int) -> Iterator[None]:
+    """Within the block, on the calling thread only, use ``n`` threads (a cluster worker's task
+    thread, which must not start more threads than it was given; other threads unaffected).
+
+    >>> with thread_limit(1):
+    ...     threads()
+    1
+    """
+    previous = getattr(_local, "threads", None)
+    _local.threads = n
+    try:
+        yield
+    finally:
+        _local.threads = previous
 
 
 def _pool(workers: int) -> ThreadPoolExecutor:

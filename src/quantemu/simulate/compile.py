@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -36,6 +36,9 @@ class Program:
     graph: Graph
     ranges: CalibrationRanges
     lowered: LoweredModel
+    # the lowering options, as given: lower_prepared(graph, backend, ranges, **options) makes
+    # this program again (a cluster worker rebuilds it so)
+    options: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def header(self) -> dict[str, str]:
@@ -138,12 +141,20 @@ class Program:
         return run_lowered(self.lowered, self.graph.outputs, feeds)
 
     def evaluate(
-        self, x, labels=None, *, batch_size: int = 128, on_batch=None, on_result=None
+        self, x, labels=None, *, batch_size: int = 128, on_batch=None, on_result=None, client=None
     ) -> Evaluation:
         """Per-layer SQNR, cosine, LSB error and counters against the float model
-        (``on_result`` receives each batch's :class:`RunResult`)."""
+        (``on_result`` receives each batch's :class:`RunResult`; ``client``: a
+        ``dask.distributed.Client`` to run the batches on, :mod:`quantemu.simulate.distributed`).
+        ``x``: an array, or a sample set read lazily (shards, a glob, an image folder)."""
         return evaluate(
-            self, x, labels, batch_size=batch_size, on_batch=on_batch, on_result=on_result
+            self,
+            x,
+            labels,
+            batch_size=batch_size,
+            on_batch=on_batch,
+            on_result=on_result,
+            client=client,
         )
 
     def report(self, x, labels=None, **kwargs) -> Evaluation:
@@ -322,4 +333,6 @@ def lower_prepared(
     the ranges, as :func:`compile_model` does."""
     spec = backend_spec(backend)
     lowered = spec.lower(graph, ranges, spec.parse_options(options))
-    return Program(backend=backend, graph=graph, ranges=ranges, lowered=lowered)
+    return Program(
+        backend=backend, graph=graph, ranges=ranges, lowered=lowered, options=dict(options)
+    )

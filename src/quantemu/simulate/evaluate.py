@@ -9,12 +9,14 @@ for any other output they are ``None`` and the header says why.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from quantemu.calibration.shards import ArraySamples, open_samples
 from quantemu.errors import InvalidInputError
 from quantemu.graph import inputs
 from quantemu.graph.passes_shape import fixed_batch
@@ -86,21 +88,26 @@ class Evaluation:
 
 def evaluate(
     program,
-    x: np.ndarray,
+    x,
     labels=None,
     *,
     batch_size: int = 128,
     on_batch: Callable[[int], None] | None = None,
     on_result: Callable[[RunResult], None] | None = None,
+    client=None,
 ) -> Evaluation:
-    """Run ``x`` (one array: the model's single input, batch first) through both models.
+    """Run ``x`` (the model's single input, batch first) through both models.
 
-    ``x`` is float data, or the model's own integer input codes for a pre-quantized model.
-    ``on_batch(n)`` is called after each batch with its size (progress bars); ``on_result`` with
-    each batch's :class:`~quantemu.program.RunResult` (to keep the target's output codes).
+    ``x`` is float data, or the model's own integer input codes for a pre-quantized model: an
+    array, or a sample set read lazily (``.npy``/``.npz`` path, glob or list of shards, image
+    folder: :func:`~quantemu.calibration.shards.open_samples`). ``on_batch(n)`` is called after
+    each batch with its size (progress bars); ``on_result`` with each batch's
+    :class:`~quantemu.program.RunResult` (to keep the target's output codes). ``client``: a
+    ``dask.distributed.Client``: the batches run on its workers, which read the samples
+    themselves (:mod:`quantemu.simulate.distributed`); the result is the same, field for field.
     """
-    x = program.check_input(x)
-    labels = inputs.check_labels(labels, x.shape[0])
+    samples = _samples(program, x)
+    labels = inputs.check_labels(labels, len(samples))
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise InvalidInputError(f"batch_size must be a positive int, got {batch_size!r}")
     out_name = program.graph.outputs[0]
@@ -110,17 +117,52 @@ def evaluate(
     batch_size = fixed_batch(program.graph) or batch_size  # a fixed model batch takes only that
     floats = has_float_reference(program.graph)
     totals = _Totals(program, labels, out_name, classes)
-    measure = _Measure(program, floats, out_name, x, batch_size, totals.acc)
-    starts = range(0, x.shape[0], batch_size)
-    # One batch per core at a time, each measured on its own thread and added in batch order.
-    window = parallel.threads()
-    for first in range(0, len(starts), window):
-        for done in parallel.map_tasks(measure, starts[first : first + window]):
-            if on_result is not None:
-                on_result(done.result)
+    measure = _Measure(program, floats, out_name, samples, batch_size, totals.acc)
+    starts = range(0, len(samples), batch_size)
+    if client is not None:
+        if on_result is not None:
+            raise InvalidInputError(
+                "on_result (keeping every batch's codes) is not available with a cluster: the "
+                "codes stay on the workers; evaluate without client= to keep them"
+            )
+        from quantemu.simulate.distributed import measure_on_cluster  # noqa: PLC0415
+
+        for done in measure_on_cluster(client, measure, starts, on_batch):
             totals.add(done)
-            if on_batch is not None:
-                on_batch(done.output.shape[0])
+    else:
+        # One batch per core at a time, each measured on its own thread, added in batch order.
+        window = parallel.threads()
+        for first in range(0, len(starts), window):
+            for done in parallel.map_tasks(measure, starts[first : first + window]):
+                if on_result is not None:
+                    on_result(done.result)
+                totals.add(done)
+                if on_batch is not None:
+                    on_batch(done.size)
+    return _evaluation(program, totals, floats, len(samples))
+
+
+def _samples(program, x):
+    """``x`` as a sample set: a checked array, or a set whose batches are checked as read."""
+    if isinstance(x, np.ndarray) or not _is_source(x):
+        return ArraySamples(program.check_input(x))
+    samples = open_samples(x)
+    if len(samples) == 0:
+        raise InvalidInputError(f"the evaluation data {x!r} holds no sample")
+    return samples
+
+
+def _is_source(x) -> bool:
+    """A sample set, a path or glob, or a list of paths (anything else is taken as an array)."""
+    if hasattr(x, "read") and hasattr(x, "__len__"):
+        return True
+    if isinstance(x, str | os.PathLike):
+        return True
+    return isinstance(x, list | tuple) and bool(x) and isinstance(x[0], str | os.PathLike)
+
+
+def _evaluation(program, totals: _Totals, floats: bool, samples: int) -> Evaluation:
+    out_name = totals.out_name
     header = dict(program.header)
     if not floats:
         header["float reference"] = NO_FLOAT
@@ -130,38 +172,44 @@ def evaluate(
         backend=program.backend,
         header=header,
         layers=tuple(_stats(layer, totals.acc[layer.name]) for layer in program.lowered.layers),
-        samples=int(x.shape[0]),
-        **_accuracies(labels, totals.float_pred, totals.backend_pred),
+        samples=samples,
+        **_accuracies(totals.labels, totals.float_pred, totals.backend_pred),
     )
 
 
 @dataclass(frozen=True)
 class _Batch:
-    """One measured batch: where it starts, its run, every layer's statistics, and the output
-    in float (the target's, dequantized, and the float model's, ``None`` without one)."""
+    """One measured batch: where it starts and its size, every layer's statistics, the output's
+    classes and per-sample shape, the top-1 of the target and of the float model (``None``
+    without one), and the run itself (``None`` when it came from a cluster worker)."""
 
     start: int
-    result: RunResult
+    size: int
     stats: dict[str, BatchStats]
-    output: np.ndarray
-    reference: np.ndarray | None
+    classes: int | None
+    output_shape: tuple
+    backend_top1: np.ndarray
+    float_top1: np.ndarray | None
+    result: RunResult | None = None
 
 
 @dataclass(frozen=True)
 class _Measure:
-    """``self(start)``: the float model and the program on ``x[start : start + batch_size]``,
-    measured layer by layer (safe to call from several threads at once)."""
+    """``self(start)``: the float model and the program on samples ``start : start +
+    batch_size``, measured layer by layer (safe to call from several threads at once)."""
 
     program: Any
     floats: bool
     out_name: str
-    x: np.ndarray
+    samples: Any
     batch_size: int
     acc: dict[str, LayerAccumulator]
 
-    def __call__(self, start: int) -> _Batch:
+    def __call__(self, start: int, *, keep_result: bool = True) -> _Batch:
         program = self.program
-        batch = self.x[start : start + self.batch_size]
+        batch = self.samples.read(start, start + self.batch_size)
+        if not isinstance(self.samples, ArraySamples):
+            batch = program.check_input(batch)  # a lazily read set is checked batch by batch
         reference = (
             program.graph.run_float(program.float_input(batch), intermediates=True)
             if self.floats
@@ -178,7 +226,14 @@ class _Measure:
         }
         output = result.outputs[self.out_name]
         return _Batch(
-            start, result, stats, output, None if reference is None else reference[self.out_name]
+            start=start,
+            size=int(output.shape[0]),
+            stats=stats,
+            classes=inputs.classes_of(output),
+            output_shape=tuple(output.shape[1:]),
+            backend_top1=top1(output),
+            float_top1=None if reference is None else top1(reference[self.out_name]),
+            result=result if keep_result else None,
         )
 
 
@@ -201,17 +256,16 @@ class _Totals:
     def add(self, done: _Batch) -> None:
         for layer in self.program.lowered.layers:
             self.acc[layer.name].add(done.stats[layer.name])
-        output = done.output
-        self.output_shape = output.shape[1:]
+        self.output_shape = done.output_shape
         if done.start == 0:
-            self.classes = inputs.classes_of(output)
+            self.classes = done.classes
             inputs.check_label_range(
-                self.labels, self.classes, self.out_name, ("N", *output.shape[1:])
+                self.labels, self.classes, self.out_name, ("N", *done.output_shape)
             )
         if self.classes is not None:
-            if done.reference is not None:
-                self.float_pred.append(top1(done.reference))
-            self.backend_pred.append(top1(output))
+            if done.float_top1 is not None:
+                self.float_pred.append(done.float_top1)
+            self.backend_pred.append(done.backend_top1)
 
 
 def _accuracies(labels, float_pred: list, backend_pred: list) -> dict[str, float | None]:

@@ -1,0 +1,164 @@
+"""``evaluate`` on a Dask cluster (``prog.evaluate(data, labels, client=client)``).
+
+The evaluation's batches (the same ``batch_size`` batches over the same sample order as on one
+machine) run as tasks on the cluster's workers; the client merges their measurements in batch
+order, so every count, histogram and float sum of the :class:`Evaluation` is what one process
+computes (:meth:`~quantemu.simulate.metrics.LayerAccumulator.add` in the same order).
+
+- **The program is shipped once**: its recipe (the lowered graph, the backend, the ranges and the
+  lowering options) is scattered to every worker, which lowers it with
+  :func:`~quantemu.simulate.compile.lower_prepared`, the function ``quantemu.compile`` ends
+  with, and keeps it for every later task of the evaluation.
+- **Data goes from storage to the workers**: a sample set read lazily (``.npy``/``.npz``
+  shards, an image folder) travels as its file names and each task reads its own samples; an
+  in-memory array is scattered once.
+- **Faults**: a task is a pure function of its batch, so when a worker dies Dask runs its tasks
+  again elsewhere and the result is unchanged. A cluster that cannot be reached, or that goes
+  away, is a :class:`~quantemu.errors.QuantemuError` naming the scheduler; nothing partial is
+  returned.
+
+Each worker task runs on one thread (``parallel.thread_limit(1)``), as Dask gave it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import cloudpickle
+
+from quantemu.errors import QuantemuError
+from quantemu.intmath import parallel
+
+TASKS_PER_WORKER = 4  # enough tasks to balance uneven workers, few enough to stay cheap
+MAX_BATCHES_PER_TASK = 16
+
+_PROGRAMS: dict[str, Any] = {}  # on a worker: recipe token -> its _Measure (without samples)
+_LOCK = threading.Lock()
+
+
+class ClusterError(QuantemuError):
+    """The cluster could not be reached, or went away during the work."""
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """What a worker needs to make the program: the lowered graph and how it was lowered."""
+
+    graph: Any
+    backend: str
+    ranges: Any
+    options: dict
+    floats: bool
+    out_name: str
+    batch_size: int
+
+
+def measure_on_cluster(
+    client, measure, starts: Sequence[int], on_batch: Callable[[int], None] | None
+) -> Iterator:
+    """The measured batches of ``starts`` (``measure``'s), computed on ``client``'s workers,
+    yielded in batch order once all are done (``on_batch`` counts samples as tasks finish)."""
+    program = measure.program
+    recipe = Recipe(
+        graph=program.graph,
+        backend=program.backend,
+        ranges=program.ranges,
+        options=dict(program.options),
+        floats=measure.floats,
+        out_name=measure.out_name,
+        batch_size=measure.batch_size,
+    )
+    token = hashlib.sha256(cloudpickle.dumps(recipe)).hexdigest()
+    groups = _groups(list(starts), _workers(client))
+    try:
+        shipped = client.scatter(recipe, broadcast=True)
+        # an in-memory array is copied to every worker once, so that losing one loses nothing
+        samples = (
+            client.scatter(measure.samples, broadcast=True) if _in_memory(measure.samples) else None
+        )
+        futures = [
+            client.submit(
+                _measure_batches,
+                token,
+                shipped,
+                measure.samples if samples is None else samples,
+                group,
+                pure=False,
+                key=f"quantemu-evaluate-{token[:12]}-{i}",
+            )
+            for i, group in enumerate(groups)
+        ]
+        done = _gather(client, futures, on_batch)
+    except QuantemuError:
+        raise
+    except (OSError, TimeoutError) as exc:
+        raise ClusterError(f"the cluster at {_address(client)} went away: {exc}") from exc
+    for batches in done:
+        yield from batches
+
+
+def _gather(client, futures: list, on_batch) -> list:
+    """Every future's result, in submission order; ``on_batch`` as each one finishes."""
+    from distributed import as_completed  # noqa: PLC0415 (the distributed extra)
+
+    results: dict[Any, list] = {}
+    for future in as_completed(futures):
+        batches = future.result()
+        results[future.key] = batches
+        if on_batch is not None:
+            on_batch(sum(b.size for b in batches))
+    return [results[f.key] for f in futures]
+
+
+def _measure_batches(token: str, recipe: Recipe, samples, starts: list[int]) -> list:
+    """On a worker: the measured batches (without their runs) of ``starts``."""
+    with parallel.thread_limit(1):
+        measure = replace(_worker_measure(token, recipe), samples=samples)
+        return [measure(start, keep_result=False) for start in starts]
+
+
+def _worker_measure(token: str, recipe: Recipe):
+    """The worker's program for ``recipe``, lowered once per worker and kept."""
+    with _LOCK:
+        found = _PROGRAMS.get(token)
+        if found is None:
+            from quantemu.simulate.compile import lower_prepared  # noqa: PLC0415
+            from quantemu.simulate.evaluate import _Measure  # noqa: PLC0415
+            from quantemu.simulate.metrics import LayerAccumulator  # noqa: PLC0415
+
+            program = lower_prepared(recipe.graph, recipe.backend, recipe.ranges, **recipe.options)
+            acc = {layer.name: LayerAccumulator() for layer in program.lowered.layers}
+            found = _Measure(program, recipe.floats, recipe.out_name, None, recipe.batch_size, acc)
+            _PROGRAMS.clear()  # one evaluation's program at a time per worker
+            _PROGRAMS[token] = found
+        return found
+
+
+def _groups(starts: list[int], workers: int) -> list[list[int]]:
+    """Consecutive batches per task: about TASKS_PER_WORKER tasks per worker."""
+    per_task = max(1, math.ceil(len(starts) / max(1, workers * TASKS_PER_WORKER)))
+    per_task = min(per_task, MAX_BATCHES_PER_TASK)
+    return [starts[i : i + per_task] for i in range(0, len(starts), per_task)]
+
+
+def _workers(client) -> int:
+    try:
+        return max(1, len(client.scheduler_info().get("workers", {})))
+    except (OSError, TimeoutError) as exc:
+        raise ClusterError(f"the cluster at {_address(client)} does not answer: {exc}") from exc
+
+
+def _in_memory(samples) -> bool:
+    from quantemu.calibration.shards import ArraySamples  # noqa: PLC0415
+
+    return isinstance(samples, ArraySamples)
+
+
+def _address(client) -> str:
+    scheduler = getattr(client, "scheduler", None)
+    return str(getattr(scheduler, "address", None) or "?")
