@@ -95,3 +95,13 @@ def test_qat_bench_parses():
     with pytest.raises(SystemExit) as exit_info:
         qat.main(["--help"])
     assert exit_info.value.code == 0
+
+
+def test_distributed_bench_parses():
+    pytest.importorskip("distributed")
+    spec = importlib.util.spec_from_file_location("bench_distributed", BENCH / "distributed.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with pytest.raises(SystemExit) as exit_info:
+        module.main(["--help"])
+    assert exit_info.value.code == 0

@@ -12,6 +12,7 @@ report without matplotlib).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 
@@ -140,6 +141,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--json", metavar="FILE.json", help="write the results as JSON (- for stdout)")
     p.add_argument("--batch-size", type=positive_int, default=64, metavar="N", help="default 64")
     p.add_argument(
+        "--cluster",
+        metavar="SPEC",
+        help="evaluate on a Dask cluster: local:N (N worker processes here, started and stopped "
+        "by quantemu) or a scheduler address such as tcp://host:8786 (quantemu[distributed]); "
+        "the results are the same as without it",
+    )
+    p.add_argument(
         "--no-layers", action="store_true", help="print the summary without the per-layer table"
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars or status lines")
@@ -163,21 +171,23 @@ def run(args: argparse.Namespace) -> int:
     except QuantemuError as exc:
         return fail("run", str(exc), INPUT_ERROR)
     try:
-        outcome = simulate(
-            graph,
-            backends,
-            calib,
-            x,
-            labels,
-            options=options,
-            observer=args.observer,
-            batch_size=args.batch_size,
-            progress=not args.quiet and sys.stderr.isatty(),
-            keep_going=args.backend == "all",
-            status=status,
-            keep_outputs=bool(args.save_outputs),
-            ranges=ranges,
-        )
+        with _cluster(args.cluster) as client:
+            outcome = simulate(
+                graph,
+                backends,
+                calib,
+                x,
+                labels,
+                options=options,
+                observer=args.observer,
+                batch_size=args.batch_size,
+                progress=not args.quiet and sys.stderr.isatty(),
+                keep_going=args.backend == "all",
+                status=status,
+                keep_outputs=bool(args.save_outputs),
+                ranges=ranges,
+                client=client,
+            )
         disagreement = _against(args, (graph, calib, x), options, status) if args.against else None
     except QuantemuError as exc:
         return fail("run", str(exc), INPUT_ERROR)
@@ -195,6 +205,15 @@ def run(args: argparse.Namespace) -> int:
 
             print_against(disagreement, stdout_console())
     return _write(args, outcome, status)
+
+
+def _cluster(spec: str | None):
+    """The Dask client of ``--cluster`` for the block, or ``None`` without it."""
+    if spec is None:
+        return contextlib.nullcontext(None)
+    from quantemu.simulate.cluster import cluster
+
+    return cluster(spec)
 
 
 def _write(args: argparse.Namespace, outcome, status) -> int:
@@ -220,6 +239,15 @@ def _check_usage(args: argparse.Namespace, backends: list[str]) -> dict:
         raise InvalidInputError("--labels needs --eval DATA (the samples they label)")
     if args.backend == "all" and (args.save_outputs or args.against):
         raise InvalidInputError("--save-outputs and --against take one --backend")
+    if args.cluster is not None:
+        from quantemu.simulate.cluster import check_spec
+
+        check_spec(args.cluster)
+        if args.save_outputs or args.against:
+            raise InvalidInputError(
+                "--cluster keeps the codes on its workers: run --save-outputs and --against "
+                "without --cluster"
+            )
     if args.ranges is not None and args.calib is not None:
         raise InvalidInputError(
             "--ranges replaces calibration: give the data to evaluate with --eval DATA, not --calib"
@@ -243,7 +271,8 @@ def _check_usage(args: argparse.Namespace, backends: list[str]) -> dict:
 def _check_files(args: argparse.Namespace) -> None:
     """Every input file exists and is what its name says (headers only), before any loading."""
     check_input_file(args.calib, "--calib")
-    check_input_file(args.eval, "--eval")
+    if not _lazy_eval(args):
+        check_input_file(args.eval, "--eval")
     check_input_file(args.ranges, "--ranges")
     if args.labels is not None and Path(args.labels).suffix in (".npy", ".npz"):
         check_input_file(args.labels, "--labels")
@@ -271,6 +300,7 @@ def _inputs(args: argparse.Namespace):
     """The optimized graph, calibration data (``None`` for a pre-quantized model without
     --calib, or with --ranges), evaluation data, labels (checked) and the --ranges ranges."""
     from quantemu.calibration import is_fully_quantized
+    from quantemu.calibration.shards import open_samples
     from quantemu.graph.passes import optimize
     from quantemu.graph.passes_shape import bind_from_data
     from quantemu.simulate.compile import RANGES_KEY, carried_ranges
@@ -302,18 +332,30 @@ def _inputs(args: argparse.Namespace):
         check_data(graph, calib, f"--calib {args.calib or '(demo calibration split)'}")
     labels = None
     if args.eval is not None:
-        x = load_samples(args.eval, args.eval_key, f"--eval {args.eval}", graph)
+        if _lazy_eval(args):  # shards read as needed (by the cluster's workers with --cluster)
+            x = open_samples(args.eval, key=args.eval_key)
+            first = x.read(0, 1)
+        else:
+            x = first = load_samples(args.eval, args.eval_key, f"--eval {args.eval}", graph)
         if calib is None:
-            graph = optimize(bind_from_data(graph, x) if x.dtype.kind == "f" else graph)
-        check_data(graph, x, f"--eval {args.eval}")
+            graph = optimize(bind_from_data(graph, first) if first.dtype.kind == "f" else graph)
+        check_data(graph, first, f"--eval {args.eval}")
         if args.labels is not None:
-            labels = load_labels(args.labels, args.eval, x.shape[0])
+            labels = load_labels(args.labels, args.eval, len(x))
     elif args.model == DEMO:
         x, labels = demo_split("test")
         graph = graph if calib is not None else optimize(graph)
     else:
         x = calib
     return graph, calib, x, labels, ranges
+
+
+def _lazy_eval(args: argparse.Namespace) -> bool:
+    """--eval is read lazily: a glob of shards, or any --eval with --cluster (the workers
+    read it)."""
+    if args.eval is None:
+        return False
+    return any(c in args.eval for c in "*?[") or args.cluster is not None
 
 
 def _load_ranges(path: str):

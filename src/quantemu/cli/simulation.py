@@ -53,6 +53,7 @@ def simulate(
     status: Console | None = None,
     keep_outputs: bool = False,
     ranges: CalibrationRanges | None = None,
+    client=None,
 ) -> Outcome:
     """Calibrate ``graph`` once, then compile and evaluate it on every backend.
 
@@ -62,7 +63,8 @@ def simulate(
     (an int8 TFLite file), whose own quantization is used. With ``keep_outputs`` the integer
     codes of every graph output, over all samples, are kept in ``Outcome.outputs``. Given
     ``ranges`` (``run --ranges``, written by ``calibrate --out``), every backend uses them and
-    nothing is calibrated.
+    nothing is calibrated. ``x`` is an array or a lazily read sample set; with ``client`` (a
+    ``dask.distributed.Client``) each backend's batches run on the cluster's workers.
     """
     from quantemu.simulate.compile import calibrate_for_backends, compile_model
 
@@ -91,13 +93,14 @@ def simulate(
                 for name, parts in codes.items():
                     parts.append(np.asarray(result.tensors[name].codes))
 
-            with progress_bar(progress, f"simulating on {backend}", x.shape[0]) as advance:
+            with progress_bar(progress, f"simulating on {backend}", len(x)) as advance:
                 evaluation = program.evaluate(
                     x,
                     labels,
                     batch_size=batch_size,
                     on_batch=advance,
                     on_result=keep if keep_outputs else None,
+                    client=client,
                 )
             if keep_outputs:
                 outcome.outputs[backend] = {k: np.concatenate(v) for k, v in codes.items()}
@@ -112,7 +115,8 @@ def simulate(
         if status is not None:
             status.print(
                 f"{backend}: compiled in {compiled - start:.2f} s, simulated "
-                f"{x.shape[0]:,} samples in {done - compiled:.2f} s",
+                f"{len(x):,} samples in {done - compiled:.2f} s"
+                + ("" if client is None else " on the cluster"),
                 highlight=False,
             )
     return outcome

@@ -22,14 +22,15 @@ Each worker task runs on one thread (``parallel.thread_limit(1)``), as Dask gave
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import math
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import CancelledError
 from dataclasses import dataclass, replace
 from typing import Any
-
-import cloudpickle
 
 from quantemu.errors import QuantemuError
 from quantemu.intmath import parallel
@@ -38,6 +39,7 @@ TASKS_PER_WORKER = 4  # enough tasks to balance uneven workers, few enough to st
 MAX_BATCHES_PER_TASK = 16
 
 _PROGRAMS: dict[str, Any] = {}  # on a worker: recipe token -> its _Measure (without samples)
+_SHIPPED: dict[tuple, tuple] = {}  # on the client: (program, client, ...) -> token, future
 _LOCK = threading.Lock()
 
 
@@ -63,20 +65,9 @@ def measure_on_cluster(
 ) -> Iterator:
     """The measured batches of ``starts`` (``measure``'s), computed on ``client``'s workers,
     yielded in batch order once all are done (``on_batch`` counts samples as tasks finish)."""
-    program = measure.program
-    recipe = Recipe(
-        graph=program.graph,
-        backend=program.backend,
-        ranges=program.ranges,
-        options=dict(program.options),
-        floats=measure.floats,
-        out_name=measure.out_name,
-        batch_size=measure.batch_size,
-    )
-    token = hashlib.sha256(cloudpickle.dumps(recipe)).hexdigest()
     groups = _groups(list(starts), _workers(client))
     try:
-        shipped = client.scatter(recipe, broadcast=True)
+        token, shipped = _shipped(client, measure)
         # an in-memory array is copied to every worker once, so that losing one loses nothing
         samples = (
             client.scatter(measure.samples, broadcast=True) if _in_memory(measure.samples) else None
@@ -95,11 +86,40 @@ def measure_on_cluster(
         ]
         done = _gather(client, futures, on_batch)
     except QuantemuError:
-        raise
-    except (OSError, TimeoutError) as exc:
-        raise ClusterError(f"the cluster at {_address(client)} went away: {exc}") from exc
+        raise  # a task's own error (bad data in a shard, say), raised again here as it was
+    except (OSError, TimeoutError, CancelledError, asyncio.CancelledError) as exc:
+        raise ClusterError(
+            f"the cluster at {_address(client)} went away during the evaluation ({exc!r}); "
+            "nothing was reported: run again when it is back"
+        ) from exc
     for batches in done:
         yield from batches
+
+
+def _shipped(client, measure) -> tuple[str, Any]:
+    """The recipe's token and its future on ``client``'s workers, scattered once per program,
+    client and batch size (a later evaluation with them ships nothing again)."""
+    program = measure.program
+    key = (id(program), id(client), measure.floats, measure.out_name, measure.batch_size)
+    found = _SHIPPED.get(key)
+    if found is not None and found[0]() is program and found[1]() is client:
+        return found[2], found[3]
+    recipe = Recipe(
+        graph=program.graph,
+        backend=program.backend,
+        ranges=program.ranges,
+        options=dict(program.options),
+        floats=measure.floats,
+        out_name=measure.out_name,
+        batch_size=measure.batch_size,
+    )
+    import cloudpickle  # noqa: PLC0415 (comes with the distributed extra)
+
+    token = hashlib.sha256(cloudpickle.dumps(recipe)).hexdigest()
+    future = client.scatter(recipe, broadcast=True)
+    _SHIPPED[key] = (weakref.ref(program), weakref.ref(client), token, future)
+    weakref.finalize(program, _SHIPPED.pop, key, None)
+    return token, future
 
 
 def _gather(client, futures: list, on_batch) -> list:
