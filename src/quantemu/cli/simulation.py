@@ -81,6 +81,11 @@ def simulate(
             progress=progress,
         )
     outcome = Outcome(backends=list(backends))
+    if client is not None:
+        return _side_by_side(
+            graph, backends, (x, labels), outcome, client, options=options, ranges_of=ranges_of,
+            batch_size=batch_size, progress=progress, keep_going=keep_going, status=status,
+        )  # fmt: skip
     for backend in backends:
         try:
             start = time.perf_counter()
@@ -119,6 +124,45 @@ def simulate(
                 + ("" if client is None else " on the cluster"),
                 highlight=False,
             )
+    return outcome
+
+
+def _side_by_side(graph, backends, data, outcome, client, *, options, ranges_of, **how):
+    """Compile every backend here, then evaluate them all on the cluster at once (their tasks
+    queued together); each evaluation is what one process would report."""
+    from quantemu.simulate.compile import compile_model
+    from quantemu.simulate.evaluate import evaluate_side_by_side
+
+    x, labels = data
+    programs, compile_s = [], {}
+    for backend in backends:
+        try:
+            start = time.perf_counter()
+            own = (options or {}).get(backend, {})
+            programs.append(
+                compile_model(graph, backend, None, calibration=ranges_of[backend], **own)
+            )
+            compile_s[backend] = time.perf_counter() - start
+        except QuantemuError as exc:
+            if not how["keep_going"]:
+                raise
+            outcome.errors[backend] = str(exc)
+    start = time.perf_counter()
+    total = len(x) * len(programs)
+    with progress_bar(how["progress"], "simulating on the cluster", total) as advance:
+        evaluations = evaluate_side_by_side(
+            programs, x, labels, client=client, batch_size=how["batch_size"], on_batch=advance
+        )
+    wall = time.perf_counter() - start
+    for program, evaluation in zip(programs, evaluations, strict=True):
+        outcome.evaluations.append(evaluation)
+        outcome.timings[program.backend] = (compile_s[program.backend], wall)
+    if how["status"] is not None:
+        how["status"].print(
+            f"{', '.join(p.backend for p in programs)}: simulated {len(x):,} samples each on "
+            f"the cluster, side by side, in {wall:.2f} s",
+            highlight=False,
+        )
     return outcome
 
 

@@ -23,6 +23,7 @@ Each worker task runs on one thread (``parallel.thread_limit(1)``), as Dask gave
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import math
 import threading
@@ -37,6 +38,7 @@ from quantemu.intmath import parallel
 
 TASKS_PER_WORKER = 4  # enough tasks to balance uneven workers, few enough to stay cheap
 MAX_BATCHES_PER_TASK = 16
+KEPT_PROGRAMS = 8  # programs a worker keeps (backends evaluated side by side interleave)
 
 _PROGRAMS: dict[str, Any] = {}  # on a worker: recipe token -> its _Measure (without samples)
 _SHIPPED: dict[tuple, tuple] = {}  # on the client: (program, client, ...) -> token, future
@@ -65,8 +67,22 @@ def measure_on_cluster(
 ) -> Iterator:
     """The measured batches of ``starts`` (``measure``'s), computed on ``client``'s workers,
     yielded in batch order once all are done (``on_batch`` counts samples as tasks finish)."""
+    return collect(submit(client, measure, starts), on_batch)
+
+
+@dataclass(frozen=True)
+class Pending:
+    """One evaluation's tasks, submitted: its client and futures, in batch order."""
+
+    client: Any
+    futures: list
+
+
+def submit(client, measure, starts: Sequence[int]) -> Pending:
+    """Queue the tasks of ``starts`` on ``client``'s workers; :func:`collect` gathers them.
+    Several evaluations submitted before any is collected run side by side on the cluster."""
     groups = _groups(list(starts), _workers(client))
-    try:
+    with _cluster_errors(client):
         token, shipped = _shipped(client, measure)
         # an in-memory array is copied to every worker once, so that losing one loses nothing
         samples = (
@@ -84,7 +100,22 @@ def measure_on_cluster(
             )
             for i, group in enumerate(groups)
         ]
-        done = _gather(client, futures, on_batch)
+    return Pending(client, futures)
+
+
+def collect(pending: Pending, on_batch: Callable[[int], None] | None) -> Iterator:
+    """The measured batches of a :func:`submit`, in batch order, once all are done."""
+    with _cluster_errors(pending.client):
+        done = _gather(pending.client, pending.futures, on_batch)
+    for batches in done:
+        yield from batches
+
+
+@contextlib.contextmanager
+def _cluster_errors(client) -> Iterator[None]:
+    """A task's own error passes as it is; a cluster that goes away is a ClusterError."""
+    try:
+        yield
     except QuantemuError:
         raise  # a task's own error (bad data in a shard, say), raised again here as it was
     except (OSError, TimeoutError, CancelledError, asyncio.CancelledError) as exc:
@@ -92,8 +123,6 @@ def measure_on_cluster(
             f"the cluster at {_address(client)} went away during the evaluation ({exc!r}); "
             "nothing was reported: run again when it is back"
         ) from exc
-    for batches in done:
-        yield from batches
 
 
 def _shipped(client, measure) -> tuple[str, Any]:
@@ -154,7 +183,8 @@ def _worker_measure(token: str, recipe: Recipe):
             program = lower_prepared(recipe.graph, recipe.backend, recipe.ranges, **recipe.options)
             acc = {layer.name: LayerAccumulator() for layer in program.lowered.layers}
             found = _Measure(program, recipe.floats, recipe.out_name, None, recipe.batch_size, acc)
-            _PROGRAMS.clear()  # one evaluation's program at a time per worker
+            while len(_PROGRAMS) >= KEPT_PROGRAMS:  # the oldest goes (insertion order)
+                _PROGRAMS.pop(next(iter(_PROGRAMS)))
             _PROGRAMS[token] = found
         return found
 

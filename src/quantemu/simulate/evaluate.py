@@ -106,19 +106,8 @@ def evaluate(
     ``dask.distributed.Client``: the batches run on its workers, which read the samples
     themselves (:mod:`quantemu.simulate.distributed`); the result is the same, field for field.
     """
-    samples = _samples(program, x)
-    labels = inputs.check_labels(labels, len(samples))
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise InvalidInputError(f"batch_size must be a positive int, got {batch_size!r}")
-    out_name = program.graph.outputs[0]
-    classes = inputs.static_classes(program.graph)
-    if classes is not True:  # known before the work: check the labels now
-        inputs.check_label_range(labels, classes, out_name, program.graph.tensors[out_name].shape)
-    batch_size = fixed_batch(program.graph) or batch_size  # a fixed model batch takes only that
-    floats = has_float_reference(program.graph)
-    totals = _Totals(program, labels, out_name, classes)
-    measure = _Measure(program, floats, out_name, samples, batch_size, totals.acc)
-    starts = range(0, len(samples), batch_size)
+    plan = _plan(program, x, labels, batch_size)
+    totals, measure, starts = plan.totals, plan.measure, plan.starts
     if client is not None:
         if on_result is not None:
             raise InvalidInputError(
@@ -139,7 +128,54 @@ def evaluate(
                 totals.add(done)
                 if on_batch is not None:
                     on_batch(done.size)
-    return _evaluation(program, totals, floats, len(samples))
+    return _evaluation(program, totals, plan.floats, len(plan.samples))
+
+
+def evaluate_side_by_side(
+    programs, x, labels=None, *, client, batch_size: int = 128, on_batch=None
+) -> list[Evaluation]:
+    """:func:`evaluate` of every program on ``client``'s cluster, their tasks queued together
+    so that the evaluations run side by side; each result is what :func:`evaluate` gives."""
+    from quantemu.simulate.distributed import collect, submit  # noqa: PLC0415
+
+    plans = [_plan(program, x, labels, batch_size) for program in programs]
+    pending = [submit(client, plan.measure, plan.starts) for plan in plans]
+    evaluations = []
+    for plan, queued in zip(plans, pending, strict=True):
+        for done in collect(queued, on_batch):
+            plan.totals.add(done)
+        evaluations.append(
+            _evaluation(plan.measure.program, plan.totals, plan.floats, len(plan.samples))
+        )
+    return evaluations
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """An evaluation set up: its samples, the running totals, the measuring function, the
+    batch starts and whether the model has a float reference."""
+
+    samples: Any
+    totals: Any
+    measure: Any
+    starts: range
+    floats: bool
+
+
+def _plan(program, x, labels, batch_size: int) -> _Plan:
+    samples = _samples(program, x)
+    labels = inputs.check_labels(labels, len(samples))
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise InvalidInputError(f"batch_size must be a positive int, got {batch_size!r}")
+    out_name = program.graph.outputs[0]
+    classes = inputs.static_classes(program.graph)
+    if classes is not True:  # known before the work: check the labels now
+        inputs.check_label_range(labels, classes, out_name, program.graph.tensors[out_name].shape)
+    batch_size = fixed_batch(program.graph) or batch_size  # a fixed model batch takes only that
+    floats = has_float_reference(program.graph)
+    totals = _Totals(program, labels, out_name, classes)
+    measure = _Measure(program, floats, out_name, samples, batch_size, totals.acc)
+    return _Plan(samples, totals, measure, range(0, len(samples), batch_size), floats)
 
 
 def _samples(program, x):
