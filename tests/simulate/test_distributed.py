@@ -26,7 +26,7 @@ BACKENDS = ["xs3", "nvdla", "onednn", "nnie", "tflite"]
 def client():
     with (
         distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
         ) as cluster,
         distributed.Client(cluster) as client,
     ):
@@ -98,3 +98,23 @@ def test_codes_stay_on_the_workers(client, data):
     with pytest.raises(InvalidInputError, match="on_result"):
         program.evaluate(x, labels, client=client, on_result=print)
     assert issubclass(ClusterError, QuantemuError)
+
+
+def test_a_cluster_that_goes_away_is_a_clear_error(data):
+    """The scheduler closed mid-run: a ClusterError naming it, no Evaluation."""
+    (x, labels), calib = data
+    xs, ys = np.resize(x, (20000, *x.shape[1:])), np.resize(labels, 20000)
+    program = quantemu.compile(demo_model_path(), "xs3", calib=calib)
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+    )
+    stopping = threading.Event()
+
+    def stop(done: int) -> None:
+        if not stopping.is_set():
+            stopping.set()
+            threading.Thread(target=cluster.close).start()
+
+    with distributed.Client(cluster) as client, pytest.raises(ClusterError, match="went away"):
+        program.evaluate(xs, ys, batch_size=50, client=client, on_batch=stop)
+    assert stopping.is_set()

@@ -73,7 +73,7 @@ def cluster(spec: str) -> Iterator:
             n_workers=int(match.group(1)),
             threads_per_worker=1,
             processes=True,
-            dashboard_address=None,
+            dashboard_address=":0",
         ) as local,
         distributed.Client(local) as client,
     ):
