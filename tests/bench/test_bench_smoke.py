@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
-sys.path.insert(0, str(BENCH))
+sys.path.append(str(BENCH))  # last: bench/distributed.py must not shadow Dask's package
 
 import _timing  # noqa: E402 (bench/ is a script directory, not a package)
 
