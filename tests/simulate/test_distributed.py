@@ -118,3 +118,19 @@ def test_a_cluster_that_goes_away_is_a_clear_error(data):
     with distributed.Client(cluster) as client, pytest.raises(ClusterError, match="went away"):
         program.evaluate(xs, ys, batch_size=50, client=client, on_batch=stop)
     assert stopping.is_set()
+
+
+def test_an_image_folder_is_read_lazily_locally_and_on_the_cluster(client, data, tmp_path):
+    from PIL import Image
+
+    from quantemu.calibration.datasets import ImageFolderDataset, ImageOptions
+
+    (x, labels), calib = data
+    for i, image in enumerate(x[:40]):
+        Image.fromarray(np.round(image[0] * 255).astype(np.uint8)).save(tmp_path / f"{i:03d}.png")
+    folder = ImageFolderDataset(tmp_path, ImageOptions(grayscale=True))
+    program = quantemu.compile(demo_model_path(), "tflite", calib=calib)
+    want = program.evaluate(folder.read(0, len(folder)), labels[:40], batch_size=16).to_dict()
+    assert program.evaluate(folder, labels[:40], batch_size=16).to_dict() == want
+    assert program.evaluate(folder, labels[:40], batch_size=16, client=client).to_dict() == want
+    assert want["backend_accuracy"] > 0.9  # the images are the digits
