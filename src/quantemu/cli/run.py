@@ -50,7 +50,13 @@ default: the only array, or the first of x, inputs, input, images, data) holding
 along axis 0, normalized as the model expects; for a pre-quantized model --eval may also hold its
 own integer input codes (e.g. int8, NHWC for a TFLite model). Without --eval the calibration data
 is evaluated. --ranges RANGES.json uses the activation ranges 'quantemu calibrate MODEL --out
-RANGES.json' wrote instead of calibrating (then --eval gives the data, except for demo).
+RANGES.json' wrote instead of calibrating (then --eval gives the data, except for demo). --eval
+may also be a quoted glob of .npy/.npz shards ('val/shard-*.npz'), read batch by batch.
+
+--cluster SPEC evaluates on a Dask cluster (pip install 'quantemu[distributed]'): local:N starts
+N worker processes here for the run; tcp://HOST:8786 uses a running scheduler ('dask scheduler',
+'dask worker tcp://HOST:8786'). The workers read the --eval shards themselves; the report is the
+same as without --cluster.
 
 --save-outputs OUT.npz writes, for each graph output, the integer codes the target produced,
 stacked over the samples, in the model's own layout (NHWC for TFLite), named by output.
@@ -117,7 +123,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "bound from the --calib data",
     )
     p.add_argument("--calib-key", metavar="KEY", help="the array to use in the --calib .npz")
-    p.add_argument("--eval", metavar="DATA", help="evaluation data (default: the --calib data)")
+    p.add_argument(
+        "--eval",
+        metavar="DATA",
+        help="evaluation data: .npy/.npz, or a quoted glob of shards ('val/shard-*.npz', read "
+        "lazily) (default: the --calib data)",
+    )
     p.add_argument("--eval-key", metavar="KEY", help="the array to use in the --eval .npz")
     p.add_argument("--labels", metavar="LABELS", help=".npy/.npz file, or a key of --eval .npz")
     p.add_argument(
