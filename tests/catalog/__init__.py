@@ -4,7 +4,7 @@ writes ``docs/errors.md`` from the same table."""
 
 from __future__ import annotations
 
-from tests.catalog import api, cli_cases, targets
+from tests.catalog import api, cli_cases, scale, targets
 from tests.catalog.support import Bad
 
-CASES: tuple[Bad, ...] = (*api.CASES, *targets.CASES, *cli_cases.CASES)
+CASES: tuple[Bad, ...] = (*api.CASES, *targets.CASES, *cli_cases.CASES, *scale.CASES)

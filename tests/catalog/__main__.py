@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.catalog import CASES, api, cli_cases, targets
+from tests.catalog import CASES, api, cli_cases, scale, targets
 
 SECTIONS = (
     ("Model files", api.FILES),
@@ -14,6 +14,8 @@ SECTIONS = (
     ("Lowering", targets.LOWERING),
     ("Conformance vector files", targets.VECTORS),
     ("Command line", cli_cases.CASES),
+    ("Evaluation at scale: shards and clusters", scale.SHARDS),
+    ("Quantization-aware training (quantemu.torch)", scale.QAT),
 )
 
 HEAD = """# What quantemu refuses, and what it says
