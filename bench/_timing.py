@@ -280,3 +280,16 @@ def blas_threads(n: int | None) -> Iterator[str]:
         yield "openblas_set_num_threads"
     finally:
         _openblas_call("set_num_threads", before)
+
+
+def onnxruntime_session(model, threads: int | None):
+    """An onnxruntime CPU session of ``model`` (a path or an ONNX ModelProto), its intra-op
+    threads limited to ``threads`` (``None``: onnxruntime's default, the physical cores)."""
+    import onnxruntime  # noqa: PLC0415 (a test-extra dependency, needed by the baselines only)
+
+    options = onnxruntime.SessionOptions()
+    if threads is not None:
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+    source = str(model) if isinstance(model, str | os.PathLike) else model.SerializeToString()
+    return onnxruntime.InferenceSession(source, options, providers=["CPUExecutionProvider"])

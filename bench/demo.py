@@ -20,23 +20,11 @@ import argparse
 import contextlib
 import io
 
-from _timing import machine_record, paired
+from _timing import machine_record, onnxruntime_session, paired
 from quantemu.cli import main as quantemu_main
 from quantemu.data import demo_dataset, demo_model_path
 
 BUDGET_S = 60.0
-
-
-def _session(threads: int | None):
-    import onnxruntime  # noqa: PLC0415 (a test-extra dependency, needed here only)
-
-    options = onnxruntime.SessionOptions()
-    if threads is not None:
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-    return onnxruntime.InferenceSession(
-        str(demo_model_path()), options, providers=["CPUExecutionProvider"]
-    )
 
 
 def _demo(argv: list[str]) -> int:
@@ -64,7 +52,7 @@ def main() -> int:
     for line in machine_record():
         print(line)
     x, _ = demo_dataset("test")
-    session = _session(args.threads)
+    session = onnxruntime_session(demo_model_path(), args.threads)
     name = session.get_inputs()[0].name
     c = paired(
         lambda: _demo(argv),

@@ -18,24 +18,12 @@ import argparse
 
 import numpy as np
 
-from _timing import compare, machine_record
+from _timing import compare, machine_record, onnxruntime_session
 from quantemu.backends.registry import known_backends
 from quantemu.data import demo_dataset, demo_model_path
 from quantemu.intmath import parallel
 
 TARGET = 10_000  # samples/s, issue 17
-
-
-def _session(threads: int | None):
-    import onnxruntime  # noqa: PLC0415 (a test-extra dependency, needed here only)
-
-    options = onnxruntime.SessionOptions()
-    if threads is not None:
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-    return onnxruntime.InferenceSession(
-        str(demo_model_path()), options, providers=["CPUExecutionProvider"]
-    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     x = np.resize(x, (args.samples, *x.shape[1:])).astype(np.float32)
     labels = np.resize(labels, args.samples)
     calib = demo_dataset("calib")[0]
-    session = _session(args.threads)
+    session = onnxruntime_session(demo_model_path(), args.threads)
     name = session.get_inputs()[0].name
     print(f"demo CNN, {args.samples} samples, {args.rounds} interleaved rounds")
     worst = 0.0

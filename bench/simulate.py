@@ -32,7 +32,7 @@ import time
 
 import numpy as np
 
-from _timing import Comparison, blas_threads, compare, machine_record
+from _timing import Comparison, blas_threads, compare, machine_record, onnxruntime_session
 from quantemu.backends.registry import known_backends
 from quantemu.errors import QuantemuError
 from quantemu.graph import load_onnx, optimize
@@ -86,15 +86,9 @@ print(json.dumps({"peak_kib": peak}))
 
 
 def _session(model, threads: int | None):
+    session = onnxruntime_session(model, threads)
     import onnxruntime  # noqa: PLC0415 (a test-extra dependency, needed here only)
 
-    options = onnxruntime.SessionOptions()
-    if threads is not None:
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-    session = onnxruntime.InferenceSession(
-        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
-    )
     print(
         f"onnxruntime {onnxruntime.__version__}: intra_op threads "
         f"{threads if threads is not None else 'default (physical cores)'}"

@@ -53,55 +53,40 @@ def test_machine_record_and_blas_threads():
         assert isinstance(how, str)
 
 
+def _script(name: str):
+    """``bench/NAME.py`` loaded under its own module name (a bare "simulate" or "distributed"
+    could resolve to another module)."""
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _help_exits_cleanly(module, *argv: str) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        module.main([*argv, "--help"])
+    assert exit_info.value.code == 0
+
+
 def test_simulate_parses_quick():
     pytest.importorskip("onnx")
-    # loaded by path under its own name: "simulate" alone could resolve to another module
-    spec = importlib.util.spec_from_file_location("bench_simulate", BENCH / "simulate.py")
-    simulate = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(simulate)
-
+    simulate = _script("simulate")
     args = simulate._parser().parse_args(["--quick", "--batch", "16"])
     assert args.quick and args.batch == 16
-    with pytest.raises(SystemExit) as exit_info:
-        simulate.main(["--quick", "--help"])
-    assert exit_info.value.code == 0
-
-
-def test_evaluate_bench_parses():
-    pytest.importorskip("onnx")
-    spec = importlib.util.spec_from_file_location("bench_evaluate", BENCH / "evaluate.py")
-    evaluate = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(evaluate)
-    with pytest.raises(SystemExit) as exit_info:
-        evaluate.main(["--help"])
-    assert exit_info.value.code == 0
+    _help_exits_cleanly(simulate, "--quick")
 
 
 def test_simulate_memory_child_runs_a_tiny_batch():
     """The fresh-process peak-memory probe behind ``--batch`` (no number asserted)."""
     pytest.importorskip("onnxruntime")
-    spec = importlib.util.spec_from_file_location("bench_simulate2", BENCH / "simulate.py")
-    simulate = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(simulate)
+    simulate = _script("simulate")
     for engine in ("onnxruntime", "xs3"):
         assert simulate._peak_mib(engine, 2, 32, {}) > 0
 
 
-def test_qat_bench_parses():
-    pytest.importorskip("torch")
-    spec = importlib.util.spec_from_file_location("bench_qat", BENCH / "qat.py")
-    qat = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(qat)
-    with pytest.raises(SystemExit) as exit_info:
-        qat.main(["--help"])
-    assert exit_info.value.code == 0
-
-
-def test_distributed_bench_parses():
-    pytest.importorskip("distributed")
-    spec = importlib.util.spec_from_file_location("bench_distributed", BENCH / "distributed.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    with pytest.raises(SystemExit) as exit_info:
-        module.main(["--help"])
-    assert exit_info.value.code == 0
+@pytest.mark.parametrize(
+    ("name", "needs"), [("evaluate", "onnx"), ("qat", "torch"), ("distributed", "distributed")]
+)
+def test_bench_script_parses(name, needs):
+    pytest.importorskip(needs)
+    _help_exits_cleanly(_script(name))

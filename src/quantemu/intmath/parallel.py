@@ -184,11 +184,16 @@ def map_parts(kernel: Callable[..., object], parts: Sequence[tuple]) -> list:
     if len(parts) <= 1:
         return [kernel(*part) for part in parts]
     futures = [_pool(len(parts) - 1).submit(kernel, *part) for part in parts[1:]]
-    results, error = [], None
     try:
-        results.append(kernel(*parts[0]))
+        first, error = [kernel(*parts[0])], None
     except BaseException as exc:  # the others still write into out: wait for them first
-        error = exc
+        first, error = [], exc
+    return _collect(futures, first, error)
+
+
+def _collect(futures: list, results: list, error: BaseException | None) -> list:
+    """``results`` followed by every future's result, once all have ended; the first error
+    (``error``, else the first future's in order) raised then."""
     for future in futures:
         try:
             results.append(future.result())
@@ -243,15 +248,7 @@ def map_tasks(task: Callable[[T], R], items: Sequence[T]) -> list[R]:
 
     with _one_blas_thread():
         futures = [_pool(workers).submit(run, item) for item in items]
-        results, error = [], None
-        for future in futures:
-            try:
-                results.append(future.result())
-            except BaseException as exc:
-                error = error or exc
-    if error is not None:
-        raise error
-    return results
+        return _collect(futures, [], None)
 
 
 @contextlib.contextmanager
