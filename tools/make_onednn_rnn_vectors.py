@@ -16,8 +16,10 @@ Every weight is ``code / 2^k`` with a power-of-two scale ``2^k``, so the reorder
 gives back exactly ``code``: a vector records the s8 codes the primitive multiplied.
 
 Each case runs with ``ONEDNN_MAX_CPU_ISA`` = AVX2, AVX512_CORE and unset, with
-``ONEDNN_VERBOSE=1``; the implementation oneDNN chose (its ``impl_info_str``, e.g.
-``brgemm:avx512_core_vnni`` or ``ref``) is in each vector's ``source``. Observed on the
+``ONEDNN_VERBOSE=1``: the vector's ``isa`` attribute is the ISA oneDNN reports using (its
+``info,cpu,isa:`` line, so the unset run names the machine's own code path, e.g.
+``avx512_core_vnni``), and its ``source`` holds the cap and the implementation oneDNN chose (its
+``impl_info_str``, e.g. ``brgemm:avx512_core_vnni`` or ``ref``). Observed on the
 development machine (AVX-512 VNNI): unset -> ``brgemm:avx512_core_vnni``; AVX512_CORE and AVX2 ->
 ``ref`` (the reference RNN driver over oneDNN's s8u8s32 GEMM). Int8 LBR-GRU is unimplemented in
 3.2.0 (``dnnl_lbr_gru_forward_primitive_desc_create`` returns ``dnnl_unimplemented`` at every
@@ -44,7 +46,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 ORACLE_C = ROOT / "tools" / "onednn_rnn_oracle.c"
 WHEELS = ("onednn-cpu-gomp==2023.2.0", "onednn-devel-cpu-gomp==2023.2.0")
-ISAS = (("avx2", "AVX2"), ("avx512_core", "AVX512_CORE"), ("default", None))
+ISAS = ("AVX2", "AVX512_CORE", None)  # ONEDNN_MAX_CPU_ISA values; None: unset
 GATES = {"lstm": 4, "gru": 3}
 MASK = 24  # scales per gate (dim 3) and output channel (dim 4) of ldigo
 
@@ -94,8 +96,26 @@ def _case(rng: np.random.Generator, cell: str, direction: str, layers: int, qpar
     }  # fmt: skip
 
 
-def _run(binary: Path, cell: str, case: dict, isa: str | None, folder: Path) -> tuple[str, dict]:
-    """The oracle on ``case`` under ``ONEDNN_MAX_CPU_ISA=isa``: the implementation and outputs."""
+def resolved_isa(verbose: str) -> str:
+    """quantemu's ``Isa`` value for the ISA oneDNN reports using (its ``info,cpu,isa:`` line):
+    what the vector's ``isa`` attribute records, so that a run with no cap names its code path."""
+    line = next((x for x in verbose.splitlines() if ",cpu,isa:" in x), None)
+    if line is None:
+        raise SystemExit("ONEDNN_VERBOSE printed no 'info,cpu,isa:' line")
+    name = line.split(",cpu,isa:", 1)[1]
+    vnni = "DL Boost" in name
+    if "AMX" in name:
+        return "avx512_core_amx"
+    if "AVX-512" in name:
+        return "avx512_core_vnni" if vnni else "avx512_core"
+    if "AVX2" in name:
+        return "avx2_vnni" if vnni else "avx2"
+    raise SystemExit(f"oneDNN runs an ISA the emulation does not name: {name!r}")
+
+
+def _run(binary: Path, cell: str, case: dict, isa: str | None, folder: Path) -> tuple[tuple, dict]:
+    """The oracle on ``case`` under ``ONEDNN_MAX_CPU_ISA=isa``: (resolved ISA, implementation)
+    and the outputs."""
     g, scales = GATES[cell], case["weights_scales"]
     for name in ("src_layer", "src_iter", "src_iter_c", "bias"):
         case[name].tofile(folder / f"{name}.bin")
@@ -115,6 +135,7 @@ def _run(binary: Path, cell: str, case: dict, isa: str | None, folder: Path) -> 
     impl = next(
         line.split(" ", 1)[1] for line in done.stdout.splitlines() if line.startswith("impl")
     )
+    run = (resolved_isa(done.stdout), impl)
     t, n, c, layers, d = (case[k] for k in ("t", "n", "c", "layers", "d"))
     dlc = 2 * c if case["direction"] == "concat" else c
     out = {
@@ -125,7 +146,7 @@ def _run(binary: Path, cell: str, case: dict, isa: str | None, folder: Path) -> 
         out["dst_iter_c"] = np.fromfile(folder / "dst_iter_c.bin", np.float32).reshape(
             layers, d, n, c
         )
-    return impl, out
+    return run, out
 
 
 def _tensor(array: np.ndarray) -> dict:
@@ -135,13 +156,13 @@ def _tensor(array: np.ndarray) -> dict:
     return {"dtype": array.dtype.name, "shape": list(array.shape), "data": data}
 
 
-def _vector(cell: str, index: int, run: tuple[str, str], case: dict, out: dict) -> dict:
-    isa, impl = run
+def _vector(cell: str, label: str, run: tuple, case: dict, out: dict) -> dict:
+    (isa, impl), cap = run
     names = ["src_layer", "src_iter", "weights_layer", "weights_iter", "weights_scales", "bias"]
     if cell == "lstm":
         names.insert(2, "src_iter_c")
     return {
-        "id": f"onednn/{cell}/{isa}/{index:04d}",
+        "id": f"onednn/{cell}/{isa}/{label}",
         "backend": "onednn",
         "op": cell,
         "attrs": {
@@ -155,7 +176,7 @@ def _vector(cell: str, index: int, run: tuple[str, str], case: dict, out: dict) 
         "inputs": {name: _tensor(case[name]) for name in names},
         "expected": {name: _tensor(value) for name, value in out.items()},
         "source": f"oneDNN v3.2.0 (onednn-cpu-gomp 2023.2.0), implementation {impl}, "
-        f"ONEDNN_MAX_CPU_ISA={'unset' if isa == 'default' else isa.upper()}; "
+        f"ONEDNN_MAX_CPU_ISA={cap or 'unset'}; "
         "tools/make_onednn_rnn_vectors.py",
     }
 
@@ -176,9 +197,12 @@ def main(argv: list[str] | None = None) -> int:
                 for layers in (1, 2):
                     for qparams in ((127.0, 128.0), (63.5, 64.0)):
                         case = _case(rng, cell, direction, layers, qparams)
-                        for label, isa in ISAS:
-                            impl, out = _run(binary, cell, case, isa, folder)
-                            vectors.append(_vector(cell, index, (label, impl), case, out))
+                        for cap in ISAS:
+                            run, out = _run(binary, cell, case, cap, folder)
+                            label = (
+                                f"{index:04d}" if args.seed == 0 else f"seed{args.seed}/{index:04d}"
+                            )
+                            vectors.append(_vector(cell, label, (run, cap), case, out))
                         index += 1
             path = args.out / f"{cell}.jsonl.gz"
             with gzip.open(path, "wt", encoding="utf-8") as f:

@@ -58,6 +58,8 @@ from quantemu.backends.onednn.requant import (
     quantized_linear,
     requantize,
 )
+from quantemu.backends.onednn.rnn import RnnResult, gru, lstm
+from quantemu.backends.onednn.rnn_params import RnnCell, RnnDirection, RnnParams
 from quantemu.backends.registry import BackendSpec
 
 #: The backend's registration (:mod:`quantemu.backends.catalog` registers it).
@@ -97,7 +99,11 @@ __all__ = [
     "Remedy",
     "ReorderParams",
     "Requantization",
+    "RnnCell",
     "RnnDataQParams",
+    "RnnDirection",
+    "RnnParams",
+    "RnnResult",
     "SrcType",
     "activation_qparams",
     "avg_pool2d",
@@ -105,7 +111,9 @@ __all__ = [
     "conv_overflow_risk",
     "dequantize_rnn_data",
     "exact_matmul",
+    "gru",
     "linear_overflow_risk",
+    "lstm",
     "matmul",
     "max_pool2d",
     "pair_sum_matmul",

@@ -29,11 +29,14 @@ from quantemu.backends.onednn.params import (
 from quantemu.backends.onednn.pool import avg_pool2d, max_pool2d
 from quantemu.backends.onednn.reorder import reorder
 from quantemu.backends.onednn.requant import quantized_conv2d, quantized_linear
+from quantemu.backends.onednn.rnn import gru, lstm
+from quantemu.backends.onednn.rnn_params import RnnParams
 from quantemu.backends.registry import register
 from quantemu.errors import InvalidInputError
 
 BACKEND = "onednn"
 GEOMETRY = ("strides", "pads", "dilations", "groups")
+RNN = ("isa", "direction", "layers", "data_scale", "data_shift", "weights_scales_mask")
 QUANT = ("x_scale", "x_zero_point", "w_scales", "y_scale", "y_zero_point")
 ATTRS = {
     "matmul": frozenset({"isa", "api", "src_dt", "src_zero_point"}),
@@ -43,6 +46,8 @@ ATTRS = {
     "avg_pool2d": frozenset({"isa", "kernel", "strides", "pads", "exclude_padding", "impl"}),
     "max_pool2d": frozenset({"isa", "kernel", "strides", "pads"}),
     "reorder": frozenset({"isa", "dst_dt", "src_scale", "dst_scale"}),
+    "lstm": frozenset(RNN),
+    "gru": frozenset(RNN),
 }
 
 
@@ -133,3 +138,39 @@ def reorder_case(inputs: Mapping[str, np.ndarray], attrs: Mapping[str, Any]) -> 
     """f32 -> s8/u8 quantizing reorder with runtime scales (page §8)."""
     (x,) = _inputs("reorder", inputs, ("x",))
     return {"y": reorder(x, from_mapping(ReorderParams, attrs, "onednn/reorder"))}
+
+
+RNN_INPUTS = ("src_layer", "weights_layer", "weights_iter", "weights_scales")
+
+
+def _rnn_params(op: str, attrs: Mapping[str, Any], layers: int) -> RnnParams:
+    inner, rest = _split(attrs, ("layers",))
+    if inner.get("layers", layers) != layers:
+        raise InvalidInputError(
+            f"onednn/{op}: layers = {inner['layers']!r} but weights_layer holds {layers} layers"
+        )
+    return from_mapping(RnnParams, rest, f"onednn/{op}")
+
+
+def _rnn_outputs(result) -> dict:
+    out = {"dst_layer": result.dst_layer, "dst_iter": result.dst_iter}
+    if result.dst_iter_c is not None:
+        out["dst_iter_c"] = result.dst_iter_c
+    return {**out, "saturated_pairs": result.saturated_pairs}
+
+
+@register(BACKEND, "lstm", attrs=ATTRS["lstm"])
+def lstm_case(inputs: Mapping[str, np.ndarray], attrs: Mapping[str, Any]) -> dict:
+    """int8 LSTM forward inference (README "RNN")."""
+    x, wl, wi, ws, *rest = _inputs("lstm", inputs, RNN_INPUTS, ("bias", "src_iter", "src_iter_c"))
+    params = _rnn_params("lstm", attrs, np.shape(wl)[0])
+    bias, h0, c0 = rest
+    return _rnn_outputs(lstm(x, wl, wi, ws, params, bias=bias, src_iter=h0, src_iter_c=c0))
+
+
+@register(BACKEND, "gru", attrs=ATTRS["gru"])
+def gru_case(inputs: Mapping[str, np.ndarray], attrs: Mapping[str, Any]) -> dict:
+    """int8 GRU forward inference (README "RNN")."""
+    x, wl, wi, ws, bias, h0 = _inputs("gru", inputs, RNN_INPUTS, ("bias", "src_iter"))
+    params = _rnn_params("gru", attrs, np.shape(wl)[0])
+    return _rnn_outputs(gru(x, wl, wi, ws, params, bias=bias, src_iter=h0))
