@@ -27,13 +27,22 @@ def load_tool():
 
 
 @needs_shared
-def test_bundled_copy_equals_the_shared_suite():
+def test_bundled_copy_equals_the_shared_suite_and_the_generated_vectors():
     originals = {p.relative_to(SHARED).as_posix(): p for p in SHARED.glob("*/*.jsonl")}
+    generated = {
+        f"{backend}/{p.name.removesuffix('.gz')}": p
+        for backend, (folder, _) in load_tool().GENERATED.items()
+        for p in folder.glob("*.jsonl.gz")
+    }
+    assert {"onednn/lstm.jsonl", "onednn/gru.jsonl"} <= set(generated)
     bundled = {vf.display.removeprefix(BUNDLED_PREFIX): vf for vf in bundled_files()}
-    assert sorted(bundled) == sorted(rel + ".gz" for rel in originals)
+    assert sorted(bundled) == sorted(rel + ".gz" for rel in {**originals, **generated})
     for rel, path in originals.items():
         with bundled[rel + ".gz"].source.open("rb") as packed:
             assert gzip.decompress(packed.read()) == path.read_bytes(), rel
+    for rel, path in generated.items():
+        with bundled[rel + ".gz"].source.open("rb") as packed:
+            assert gzip.decompress(packed.read()) == gzip.decompress(path.read_bytes()), rel
 
 
 @needs_shared
@@ -60,8 +69,9 @@ def write_source(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
-def test_sync_is_deterministic_and_check_detects_every_kind_of_drift(tmp_path):
+def test_sync_is_deterministic_and_check_detects_every_kind_of_drift(tmp_path, monkeypatch):
     tool = load_tool()
+    monkeypatch.setattr(tool, "GENERATED", {})
     source = write_source(
         tmp_path / "src",
         {"a/x.jsonl": '{"id": 1}\n\n{"id": 2}\n', "b/y.jsonl": "{}\n", "FORMAT.md": "# not copied"},
@@ -93,10 +103,25 @@ def test_sync_is_deterministic_and_check_detects_every_kind_of_drift(tmp_path):
     assert not (dest / "b/stale.jsonl.gz").exists()
 
 
-def test_check_ignores_a_different_compression_of_the_same_data(tmp_path):
+def test_check_ignores_a_different_compression_of_the_same_data(tmp_path, monkeypatch):
     tool = load_tool()
+    monkeypatch.setattr(tool, "GENERATED", {})
     source = write_source(tmp_path / "src", {"a/x.jsonl": '{"id": 1}\n' * 50})
     dest = tmp_path / "dest"
     tool.main(["--source", str(source), "--dest", str(dest)])
     (dest / "a/x.jsonl.gz").write_bytes(gzip.compress(b'{"id": 1}\n' * 50, compresslevel=1))
     assert tool.differences(dest, tool.build(source)) == []
+
+
+def test_generated_vectors_join_the_bundle_and_may_not_shadow_shared_ones(tmp_path):
+    tool = load_tool()
+    source = write_source(tmp_path / "src", {"a/x.jsonl": '{"id": 1}\n'})
+    folder = tmp_path / "gen"
+    folder.mkdir()
+    (folder / "y.jsonl.gz").write_bytes(gzip.compress(b'{"id": 2}\n'))
+    built = tool.build(source, {"a": (folder, "tools/gen.py")})
+    assert gzip.decompress(built["a/y.jsonl.gz"]) == b'{"id": 2}\n'
+    assert "`tools/gen.py`" in built["README.md"].decode()
+    (folder / "x.jsonl.gz").write_bytes(gzip.compress(b"{}\n"))
+    with pytest.raises(SystemExit, match="shadow"):
+        tool.build(source, {"a": (folder, "tools/gen.py")})
