@@ -5,7 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from quantemu.errors import InvalidInputError
-from quantemu.graph import onnx_attrs_index, onnx_attrs_more  # noqa: F401  (registers them)
+from quantemu.graph import (  # noqa: F401  (registers them)
+    onnx_attrs_index,
+    onnx_attrs_more,
+    onnx_attrs_recurrent,
+)
 from quantemu.graph.ir import Node
 from quantemu.graph.onnx_attrs import (
     Context,
