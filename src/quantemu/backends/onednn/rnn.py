@@ -35,7 +35,7 @@ from quantemu.backends.onednn.params import Isa
 from quantemu.backends.onednn.rnn_inputs import RnnInputs, check_inputs
 from quantemu.backends.onednn.rnn_params import RnnCell, RnnDirection, RnnParams
 
-__all__ = ["RnnResult", "gru", "lstm", "rnn_forward"]
+__all__ = ["RnnResult", "gru", "lstm", "quantize_state", "rnn_forward"]
 
 _F = np.float32
 
@@ -86,11 +86,26 @@ def _gemm(x: np.ndarray, w: np.ndarray, isa: Isa, counters: _Counters) -> np.nda
     return result.acc[0]
 
 
+def quantize_state(h: np.ndarray, params: RnnParams) -> tuple[np.ndarray, int]:
+    """oneDNN's u8 state quantization ``q_d`` of f32 ``h``, and how many values saturated.
+
+    ``u8 = cvtps2dq(min(max(h*scale + shift, 0), 255))``: a binary32 multiply, then an add (no
+    FMA), clamped in float, rounded half to even.
+
+    >>> p = RnnParams("avx2")  # scale 127, shift 128
+    >>> codes, saturated = quantize_state(np.array([-2, -1, 0, 0.5, 1, 2], np.float32), p)
+    >>> codes.tolist(), saturated
+    ([0, 1, 128, 192, 255, 255], 2)
+    """
+    v = np.asarray(h, dtype=_F) * _F(params.data_scale) + _F(params.data_shift)
+    saturated = int(np.count_nonzero((v < 0) | (v > 255)))
+    return np.rint(np.minimum(np.maximum(v, _F(0)), _F(255))).astype(np.uint8), saturated
+
+
 def _quantize(h: np.ndarray, params: RnnParams, counters: _Counters) -> np.ndarray:
-    """``q_d``: ``cvtps2dq(min(max(h*scale + shift, 0), 255))`` as u8."""
-    v = h * _F(params.data_scale) + _F(params.data_shift)
-    counters.states += int(np.count_nonzero((v < 0) | (v > 255)))
-    return np.rint(np.minimum(np.maximum(v, _F(0)), _F(255))).astype(np.uint8)
+    codes, saturated = quantize_state(h, params)
+    counters.states += saturated
+    return codes
 
 
 def _dequantize_state(u: np.ndarray, params: RnnParams) -> np.ndarray:

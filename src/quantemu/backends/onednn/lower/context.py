@@ -13,6 +13,7 @@ input's qparams, so the rules only read them (:attr:`Context.encodings`).
   ``255 - q``) and the qparams become ``(|c|·s, zp)`` (``(|c|·s, 255 - zp)``; ``(1, 0)`` for
   ``c = 0``), the product in binary64 as ATen's ``_mul_scalar_out`` takes it
   (:func:`mul_scalar_encoding`);
+- an LSTM/GRU's output takes the ``(1 / scale, shift)`` of its u8 states (:mod:`.rnn_qparams`);
 - HardSigmoid's output takes the fixed ``(1/256, 0)`` of PyTorch's ``quantized::hardsigmoid``
   (the x86 qconfig mapping's fixed-qparams observer for ``nn.Hardsigmoid``);
 - a QDQ model's ``quant_overrides`` replace calibration (s8 activations become u8 with the zero
@@ -31,6 +32,11 @@ import numpy as np
 from quantemu.backends.onednn.aten import TorchU8Encoding
 from quantemu.backends.onednn.hard_ops import HARDSIGMOID_QPARAMS
 from quantemu.backends.onednn.lower.options import Fallback, Options
+from quantemu.backends.onednn.lower.rnn_qparams import (
+    RECURRENT_OPS,
+    rnn_data_qparams,
+    rnn_output_encoding,
+)
 from quantemu.backends.onednn.quantize import activation_qparams
 from quantemu.errors import InvalidInputError, UnsupportedError
 from quantemu.graph.ir import Graph, Node
@@ -109,6 +115,8 @@ def assign_encodings(
         scaled = None if factor is None or given else mul_scalar_encoding(enc[factor[0]], factor[1])
         if scaled is not None:
             enc[out] = scaled
+        elif node.op_type in RECURRENT_OPS:
+            enc[out] = rnn_output_encoding(*rnn_data_qparams(node, ranges, opts))
         elif node.op_type == "HardSigmoid" and not given:
             enc[out] = TorchU8Encoding(*HARDSIGMOID_QPARAMS)
         elif node.op_type in KEEPS_QPARAMS and source in enc:

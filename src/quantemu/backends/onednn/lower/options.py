@@ -24,6 +24,7 @@ from quantemu.backends.onednn.params import ConvImpl, Isa, QuantizedImpl, as_enu
 from quantemu.errors import InvalidInputError
 from quantemu.program.options import LoweringOptions
 
+RNN_LIBRARY = "3.2.0"  # the version the RNN vectors were recorded from (README "RNN")
 LIBRARY = "oneDNN 3.12.0 and ATen quantized kernels, as in PyTorch 2.13.0+cpu (x86, AVX512 ATen)"
 
 
@@ -32,6 +33,13 @@ class Fallback(enum.Enum):
 
     FLOAT = "float"  # dequantize, run the float kernel, requantize (exact=False, noted)
     ERROR = "error"  # raise UnsupportedError
+
+
+class RnnData(enum.Enum):
+    """Where an LSTM/GRU's u8 data qparams (``rnn_data_qparams``) come from."""
+
+    SEED = "seed"  # oneDNN's recommendation: scale 127, shift 128 (states in [-1, 1])
+    CALIBRATED = "calibrated"  # the calibrated range of the node's input and output
 
 
 _IMPL_FIELDS = {
@@ -63,6 +71,10 @@ class Options(LoweringOptions):
     - ``threads``: PyTorch's intra-op threads; they split the quantized add's loop, whose tails
       round differently.
     - ``fallback``: ``"float"`` or ``"error"`` for nodes without an integer lowering.
+    - ``rnn_data``: ``"seed"`` (data scale 127, shift 128: oneDNN's recommendation) or
+      ``"calibrated"`` (from the calibrated range of each LSTM/GRU's input and output) for the
+      u8 states of oneDNN's RNN primitive; weights always take ``63 / W_max`` per gate and
+      channel.
     """
 
     backend: ClassVar[str] = "onednn"
@@ -76,10 +88,12 @@ class Options(LoweringOptions):
     host_has_vbmi: bool = True
     threads: int = 1
     fallback: Fallback = Fallback.FLOAT
+    rnn_data: RnnData = RnnData.SEED
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
         set_(self, "isa", as_enum(Isa, self.isa, "option isa"))
+        set_(self, "rnn_data", as_enum(RnnData, self.rnn_data, "option rnn_data"))
         set_(self, "fallback", as_enum(Fallback, self.fallback, "option fallback"))
         for name in ("reduce_range", "host_has_vbmi"):
             value = getattr(self, name)
@@ -134,6 +148,8 @@ def header(opts: Options) -> dict[str, str]:
         "aten_kernels": f"add blocks of {ADD_BLOCK}, avg_pool2d {AVG_POOL_VECTOR_CHANNELS} "
         f"channels/vector, adaptive_avg_pool2d {ADAPTIVE_POOL_VECTOR_CHANNELS}; channels-last",
         "fallback": opts.fallback.value,
+        "rnn": f"LSTM/GRU as oneDNN {RNN_LIBRARY}'s int8 RNN primitive; data qparams "
+        f"{opts.rnn_data.value}, weights 63 / W_max per gate and channel",
         "library": LIBRARY,
     }
 

@@ -17,6 +17,7 @@ from quantemu.backends.onednn.lower.pool import (
     lower_global_avg_pool,
     lower_max_pool,
 )
+from quantemu.backends.onednn.lower.recurrent import lower_recurrent
 from quantemu.errors import UnsupportedError
 from quantemu.graph.ir import Node
 from quantemu.graph.ops import OPS
@@ -46,6 +47,8 @@ _RULES = {
     "Expand": lower_reshape,
     "Identity": lower_reshape,
     "Dropout": lower_reshape,
+    "LSTM": lower_recurrent,
+    "GRU": lower_recurrent,
 }
 
 _NO_RULE = "no integer lowering for this operator"
