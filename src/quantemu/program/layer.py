@@ -55,6 +55,8 @@ class Layer(abc.ABC):
     exact: bool
     note: str  # why not exact / what fell back / anything a report should say ("" if nothing)
     backend: str = ""  # the backend that lowered it, for error messages (set by the context)
+    # A recurrent layer's time axis in its output: the error is also reported per time step.
+    step_axis: int | None = None
 
     def run(self, inputs: Sequence[QTensor]) -> LayerOutput:
         """Compute the layer on a batch (inputs in ``self.inputs`` order, batch first).

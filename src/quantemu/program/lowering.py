@@ -174,17 +174,20 @@ class RuleTable(Generic[C]):
     ``fallback(ctx, node, why)`` builds the backend's float-fallback layer; None when the
     backend has none. ``fallback_ops`` are ops without a rule that fall back by design (op ->
     why; the why may be empty). ``unsupported(ctx, node, why)`` builds the error for a node
-    that can neither be lowered nor fall back (a default message otherwise).
+    that can neither be lowered nor fall back (a default message otherwise). ``refused`` are
+    ops the target's toolchain does not run at all (op -> why): an error even where other ops
+    may fall back, since a float stand-in would report numbers no deployment produces.
     """
 
     rules: Mapping[str, Rule]
     fallback: Fallback | None = None
     fallback_ops: Mapping[str, str] = field(default_factory=dict)
     unsupported: Callable[[Any, Node, str], Exception] | None = None
+    refused: Mapping[str, str] = field(default_factory=dict)
 
     def supported(self) -> list[str]:
         """Every op type this table lowers or lets fall back, sorted."""
-        return sorted({*self.rules, *self.fallback_ops})
+        return sorted({*self.rules, *self.fallback_ops} - set(self.refused))
 
     def lower_node(self, ctx: C, node: Node) -> Layer:
         """The layer for one node: its rule, else the float fallback, else an error."""
@@ -193,6 +196,8 @@ class RuleTable(Generic[C]):
                 f"{ctx.backend}: {node.attrs['onnx_op']} '{node.name}': not imported "
                 f"({node.attrs['reason']})"
             )
+        if node.op_type in self.refused:
+            raise UnsupportedError(f"{ctx.backend}: {node}: {self.refused[node.op_type]}")
         if len(node.outputs) != 1:
             raise UnsupportedError(
                 f"{ctx.backend}: {node}: operators with {len(node.outputs)} outputs are not "

@@ -129,6 +129,25 @@ def sqnr_plot(evaluation: Evaluation, figure_class) -> str:
     return _png(fig)
 
 
+def step_plot(evaluation: Evaluation, figure_class) -> str | None:
+    """SQNR per time step of each recurrent layer, as base64 PNG (None without one)."""
+    recurrent = [s for s in evaluation.layers if s.step_sqnr_db]
+    if not recurrent:
+        return None
+    fig = figure_class(figsize=(8, 3), layout="constrained")
+    ax = fig.add_subplot()
+    for stats in recurrent:
+        values = np.array(stats.step_sqnr_db, dtype=np.float64)
+        ax.plot(np.arange(values.size), np.where(np.isfinite(values), values, np.nan),
+                marker=".", label=stats.name)  # fmt: skip
+    ax.set_xlabel("time step")
+    ax.set_ylabel("SQNR vs the float model (dB)")
+    ax.set_title(f"{evaluation.backend}: per-step SQNR of the recurrent layers")
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    return _png(fig)
+
+
 def counter_plot(evaluation: Evaluation, figure_class) -> str | None:
     """Bars of every counter per layer as base64 PNG; ``None`` when every counter is zero."""
     names = sorted({k for s in evaluation.layers for k, v in s.counters.items() if v})
@@ -306,6 +325,9 @@ def _section(evaluation: Evaluation, figure_class, worst: int) -> str:
         if counters
         else "<p>No counter fired on any layer (no saturation, no LUT under/overflow).</p>"
     )
+    steps = step_plot(evaluation, figure_class)
+    if steps:
+        parts.append(_img(steps, f"{evaluation.backend} per-step SQNR"))
     histograms = histogram_plot(evaluation, figure_class, worst)
     if histograms:
         parts.append(_img(histograms, f"{evaluation.backend} LSB error histograms"))

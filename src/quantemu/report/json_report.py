@@ -116,6 +116,10 @@ def evaluation_from_dict(document: Mapping[str, Any]) -> Evaluation:
                 max_abs_lsb=int(layer["max_abs_lsb"]),
                 lsb_histogram=tuple(int(v) for v in layer["lsb_histogram"]),
                 counters={str(k): int(v) for k, v in layer["counters"].items()},
+                step_sqnr_db=tuple(
+                    _decode_float(v, f"layer {layer['name']!r} step_sqnr_db")
+                    for v in layer.get("step_sqnr_db", ())
+                ),
                 **{
                     key: _decode_float(layer[key], f"layer {layer['name']!r} {key}")
                     for key in _LAYER_FLOATS

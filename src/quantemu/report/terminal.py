@@ -83,6 +83,28 @@ def layer_table(evaluation: Evaluation) -> Table:
     return table
 
 
+def step_table(evaluation: Evaluation) -> Table | None:
+    """The SQNR of every time step of each recurrent layer (None when there is none)."""
+    recurrent = [s for s in evaluation.layers if s.step_sqnr_db]
+    if not recurrent:
+        return None
+    table = Table(title=f"{evaluation.backend}: SQNR dB per time step of the recurrent layers")
+    table.add_column("layer")
+    table.add_column("steps", justify="right")
+    table.add_column("worst", justify="right")
+    table.add_column("step 0, 1, 2, ...", overflow="fold")
+    for stats in recurrent:
+        steps = stats.step_sqnr_db
+        worst = min(range(len(steps)), key=steps.__getitem__)
+        table.add_row(
+            stats.name,
+            str(len(steps)),
+            f"{sqnr_text(steps[worst])} (step {worst})",
+            " ".join(sqnr_text(v) for v in steps),
+        )
+    return table
+
+
 def summary_table(evaluation: Evaluation, *, worst: int = 3) -> Table:
     """Accuracies, agreement, the ``worst`` layers by SQNR and every counter's total."""
     table = Table.grid(padding=(0, 2))
@@ -178,6 +200,9 @@ def print_evaluation(
     parts = [header_panel(evaluation)]
     if layers:
         parts.append(layer_table(evaluation))
+        steps = step_table(evaluation)
+        if steps is not None:
+            parts.append(steps)
     parts.append(summary_table(evaluation))
     console.print(Group(*parts))
 

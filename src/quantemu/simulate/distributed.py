@@ -177,11 +177,10 @@ def _worker_measure(token: str, recipe: Recipe):
         found = _PROGRAMS.get(token)
         if found is None:
             from quantemu.simulate.compile import lower_prepared  # noqa: PLC0415
-            from quantemu.simulate.evaluate import _Measure  # noqa: PLC0415
-            from quantemu.simulate.metrics import LayerAccumulator  # noqa: PLC0415
+            from quantemu.simulate.evaluate import _Measure, accumulators  # noqa: PLC0415
 
             program = lower_prepared(recipe.graph, recipe.backend, recipe.ranges, **recipe.options)
-            acc = {layer.name: LayerAccumulator() for layer in program.lowered.layers}
+            acc = accumulators(program)
             found = _Measure(program, recipe.floats, recipe.out_name, None, recipe.batch_size, acc)
             while len(_PROGRAMS) >= KEPT_PROGRAMS:  # the oldest goes (insertion order)
                 _PROGRAMS.pop(next(iter(_PROGRAMS)))

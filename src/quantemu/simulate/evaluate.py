@@ -42,6 +42,7 @@ class LayerStats:
     fraction_off: float
     lsb_histogram: tuple[int, ...]
     counters: Mapping[str, int]
+    step_sqnr_db: tuple[float, ...] = ()  # per time step, for a recurrent layer
 
 
 @dataclass(frozen=True)
@@ -287,7 +288,7 @@ class _Totals:
     output_shape: tuple = ()
 
     def __post_init__(self) -> None:
-        self.acc = {layer.name: LayerAccumulator() for layer in self.program.lowered.layers}
+        self.acc = accumulators(self.program)
 
     def add(self, done: _Batch) -> None:
         for layer in self.program.lowered.layers:
@@ -349,4 +350,12 @@ def _stats(layer, accumulator: LayerAccumulator) -> LayerStats:
         fraction_off=done["fraction_off"],
         lsb_histogram=tuple(done["lsb_histogram"]),
         counters=done["counters"],
+        step_sqnr_db=tuple(done["step_sqnr_db"]),
     )
+
+
+def accumulators(program) -> dict[str, LayerAccumulator]:
+    """A fresh :class:`LayerAccumulator` per layer of ``program`` (with its time axis)."""
+    return {
+        layer.name: LayerAccumulator(step_axis=layer.step_axis) for layer in program.lowered.layers
+    }

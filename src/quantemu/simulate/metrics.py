@@ -10,7 +10,9 @@ executor's value of the same tensor:
   (``Encoding.quantize``), on the encoding's LSB grid (``Encoding.lsb_index``). This error
   includes what earlier layers passed on, exactly as the deployed network would;
 - a histogram of that LSB error (``-HIST_RANGE .. HIST_RANGE``, tails folded into the ends);
-- every counter the layer reported, summed.
+- every counter the layer reported, summed;
+- for a recurrent layer (``step_axis``), the SQNR of each time step (``step_sqnr_db``): the error
+  an RNN's re-quantized state compounds over time.
 
 These are measurements, not emulated arithmetic, so they are computed for speed (``evaluate``
 spends most of its time here otherwise): each batch's codes are dequantized once (through a
@@ -52,6 +54,9 @@ class LayerAccumulator:
     counters: Counter = field(default_factory=Counter)
     encoding_text: str = ""
     unreferenced: bool = False  # no float reference was given (a compiled model)
+    step_axis: int | None = None  # the time axis of a recurrent layer's output
+    # Per time step: Σ ref² and Σ (deq - ref)² in float64 (None until a batch is added).
+    step_sums: tuple[np.ndarray, np.ndarray] | None = None
     # (encoding, dtype, table) of the last 8-bit dequantization table (the same every batch)
     _table: tuple | None = field(default=None, repr=False)
 
@@ -82,6 +87,8 @@ class LayerAccumulator:
         ref32 = np.asarray(reference, dtype=np.float32)  # no copy for the executor's float32
         stats.sums = _power_sums(deq, reference)
         stats.lsb = _lsb_stats(_lsb_error(tensor.codes, enc.quantize(ref32), enc))
+        if self.step_axis is not None:
+            stats.steps = _step_sums(deq, ref32, self.step_axis)
         return stats
 
     def add(self, stats: BatchStats) -> None:
@@ -96,6 +103,11 @@ class LayerAccumulator:
         self.deq_sq += stats.sums[1]
         self.dot += stats.sums[2]
         self.err_sq += stats.sums[3]
+        if stats.steps is not None:
+            ref_t, err_t = stats.steps
+            if self.step_sums is not None:
+                ref_t, err_t = self.step_sums[0] + ref_t, self.step_sums[1] + err_t
+            self.step_sums = (ref_t, err_t)
         if stats.lsb is not None:
             max_lsb, off, hist = stats.lsb
             self.max_lsb = max(self.max_lsb, max_lsb)
@@ -144,6 +156,7 @@ class LayerAccumulator:
             ),
             "lsb_histogram": self.hist.tolist(),
             "counters": dict(self.counters),
+            "step_sqnr_db": () if self.step_sums is None else _sqnr_per_step(*self.step_sums),
         }
 
 
@@ -158,6 +171,22 @@ class BatchStats:
     elements: int
     sums: tuple[float, float, float, float] | None = None
     lsb: tuple[int, int, np.ndarray] | None = None
+    steps: tuple[np.ndarray, np.ndarray] | None = None  # per time step: Σ ref², Σ err²
+
+
+def _step_sums(deq: np.ndarray, ref: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """Σ ref² and Σ (deq - ref)² over every axis but ``axis``, in float64."""
+    ref64 = np.moveaxis(ref, axis, 0).reshape(ref.shape[axis], -1).astype(np.float64)
+    err = np.moveaxis(deq, axis, 0).reshape(ref.shape[axis], -1).astype(np.float64) - ref64
+    return (ref64 * ref64).sum(axis=1), (err * err).sum(axis=1)
+
+
+def _sqnr_per_step(ref_sq: np.ndarray, err_sq: np.ndarray) -> tuple[float, ...]:
+    """``10 log10(Σ ref² / Σ err²)`` per step (inf where exact, -inf where the reference is 0)."""
+    out = []
+    for r, e in zip(ref_sq.tolist(), err_sq.tolist(), strict=True):
+        out.append(math.inf if e == 0.0 else (-math.inf if r == 0.0 else 10.0 * math.log10(r / e)))
+    return tuple(out)
 
 
 def _lsb_stats(lsb: np.ndarray) -> tuple[int, int, np.ndarray] | None:

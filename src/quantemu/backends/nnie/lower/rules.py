@@ -20,6 +20,7 @@ from quantemu.backends.nnie.lower.quantized import (
     conv_rule,
     select_rule,
 )
+from quantemu.backends.recurrent_refusals import recurrent_refusals
 from quantemu.errors import UnsupportedError
 from quantemu.graph.ir import Node
 from quantemu.program.lowering import RuleTable
@@ -50,4 +51,5 @@ RULES: RuleTable[NnieContext] = RuleTable(
     fallback=float_fallback,
     fallback_ops={op: excluded(f"{op} layers") for op in FLOAT_OPS},
     unsupported=unsupported,
+    refused=recurrent_refusals("nnie"),
 )

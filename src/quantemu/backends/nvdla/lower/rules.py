@@ -33,6 +33,7 @@ from quantemu.backends.nvdla.lower.fallback import CPU_OPS, float_fallback
 from quantemu.backends.nvdla.lower.layout import LAYOUT_OPS, lower_concat, lower_layout
 from quantemu.backends.nvdla.lower.normalize import lower_batchnorm, lower_lrn
 from quantemu.backends.nvdla.lower.pool import lower_global_pool, lower_pool
+from quantemu.backends.recurrent_refusals import recurrent_refusals
 from quantemu.errors import InvalidInputError
 from quantemu.graph.ir import Node
 from quantemu.program import Layer
@@ -83,4 +84,5 @@ RULES: RuleTable[NvdlaContext] = RuleTable(
     fallback=float_fallback,
     fallback_ops=CPU_OPS,
     unsupported=NvdlaContext.unsupported,
+    refused=recurrent_refusals("nvdla"),
 )

@@ -11,6 +11,7 @@ import dataclasses
 
 import numpy as np
 
+from quantemu.backends.recurrent_refusals import recurrent_refusals
 from quantemu.backends.tflite.activation_params import (
     hard_swish_params,
     leaky_relu_params,
@@ -432,4 +433,5 @@ RULES: RuleTable[TfliteContext] = RuleTable(
         **dict.fromkeys(MOVE_OPS, lower_move),
     },
     unsupported=unsupported,
+    refused=recurrent_refusals("tflite"),
 )

@@ -9,6 +9,7 @@ rule. Any other op is an :class:`~quantemu.errors.UnsupportedError` listing the 
 
 from __future__ import annotations
 
+from quantemu.backends.recurrent_refusals import recurrent_refusals
 from quantemu.backends.tflite.lower.rules import lower_pad
 from quantemu.backends.xs3.lower.activation import LUT_OPS, lower_lookup
 from quantemu.backends.xs3.lower.context import Xs3Context
@@ -64,4 +65,5 @@ RULES: RuleTable[Xs3Context] = RuleTable(
     fallback=lower_float,
     fallback_ops=dict.fromkeys(FALLBACK_OPS, ""),
     unsupported=unsupported,
+    refused=recurrent_refusals("xs3"),
 )

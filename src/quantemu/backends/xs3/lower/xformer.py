@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from quantemu.backends.recurrent_refusals import recurrent_refusals
 from quantemu.backends.tflite.lower import rules as tflite_rules
 from quantemu.backends.tflite.lower.context import TfliteContext
 from quantemu.backends.xs3.lower import xformer_cols, xformer_fuse, xformer_ops
@@ -278,6 +279,7 @@ _RULES = {
 RULES: RuleTable[TfliteContext] = RuleTable(
     rules={**_RULES, **{op: _unless_absorbed(_RULES[op]) for op in ("Min", "Relu")}},
     unsupported=tflite_rules.unsupported,
+    refused=recurrent_refusals("xs3"),
 )
 
 __all__ = ["DEFAULT_ERR_THRESHOLD", "RULES", "XcConv2dLayer", "lower_xc_conv"]
