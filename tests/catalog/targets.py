@@ -19,6 +19,28 @@ def _window(**changes) -> dict:
                        "stride_h": 1, **changes}}  # fmt: skip
 
 
+def _lbr_gru():
+    from quantemu.backends.onednn import RnnParams, gru
+
+    w = np.zeros((1, 1, 2, 3, 2), np.int8)
+    x = np.zeros((1, 1, 2), np.uint8)
+    return gru(x, w, w, np.ones(6, np.float32), RnnParams("avx2"), linear_before_reset=True)
+
+
+def _lstm_on_nvdla():
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.normal(size=s).astype(np.float32), n)
+             for n, s in (("W", (1, 8, 3)), ("R", (1, 8, 2)))]  # fmt: skip
+    node = helper.make_node("LSTM", ["x", "W", "R"], ["y"], hidden_size=2)
+    graph = helper.make_graph(
+        [node], "lstm", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 1, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 1, 1, 2])], inits,
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    x = rng.normal(size=(4, 1, 3)).astype(np.float32)
+    return quantemu.compile(quantemu.load_onnx(model.SerializeToString()), "nvdla", x)
+
+
 def _nnie_floor_pool():
     """ResNet's 3x3/2 floor-mode pool lowered directly, without NNIE's ceil rewrite."""
     from quantemu.backends.nnie.lower import lower
@@ -126,6 +148,19 @@ PRIMITIVES = (
         lambda: primitive("nnie", "log_dequantize",
                           lambda i: {"code": i["code"].astype(np.float32)}), E,
         ("dtype float32", "astype(np.uint8)")),
+    Bad("onednn_lstm_float_states", "float hidden states for oneDNN's u8 LSTM",
+        lambda: primitive("onednn", "lstm",
+                          lambda i: {"src_iter": i["src_iter"].astype(np.float32)}), E,
+        ("src_iter must be a 4-D uint8 array", "numpy.uint8")),
+    Bad("onednn_lstm_gate_count", "GRU weights (3 gates) given to an LSTM",
+        lambda: primitive("onednn", "lstm", lambda i: {
+            "weights_layer": i["weights_layer"][:, :, :, :3]}), E,
+        ("weights_layer has shape", "G = 4")),
+    Bad("onednn_rnn_data_scale", "an RNN data scale that is not a binary32 value",
+        lambda: primitive("onednn", "gru", attrs={"data_scale": 0.1}), E,
+        ("data_scale = 0.1", "not a binary32 value", "numpy.float32")),
+    Bad("onednn_lbr_gru", "an int8 linear-before-reset GRU",
+        _lbr_gru, U, ("lbr_gru", "dnnl_unimplemented", "linear_before_reset = 0")),
 )  # fmt: skip
 
 LOWERING = (
@@ -133,6 +168,8 @@ LOWERING = (
         _nnie_floor_pool, U, ("pool_ceil_mode", "16, 16", "NNIE's ceil", "quantemu.prepare")),
     Bad("symbolic_channels", "a model whose channel count is symbolic",
         _symbolic_channels, E, ("symbolic dimensions", "--input-shape")),
+    Bad("lstm_on_nvdla", "an ONNX LSTM for a target whose toolchain has no recurrent layer",
+        _lstm_on_nvdla, U, ("LSTM", "no recurrent engine", "--backend onednn")),
 )  # fmt: skip
 
 VECTORS = (

@@ -50,8 +50,8 @@ def recurrent_model(op: str, *, t=4, n=2, i=3, h=4, direction="bidirectional", l
     return quantemu.load_onnx(model.SerializeToString()), inits
 
 
-def _onednn_weights(op: str, inits: dict):
-    """ldigo weights, per-gate scales and bias, converted element by element."""
+def _onednn_weights(op: str, inits: dict, per_channel: bool):
+    """ldigo weights, scales and bias, converted element by element."""
     w, r, b = inits["W"], inits["R"], inits["B"]
     d, gh, i = w.shape
     g, h = len(ONNX_ORDER[op]), gh // len(ONNX_ORDER[op])
@@ -67,7 +67,9 @@ def _onednn_weights(op: str, inits: dict):
             bias[0, :, gate, o] = b[:, row + o] + b[:, gh + row + o]
             w_max = max(np.abs(w[:, row + o, :]).max(), np.abs(r[:, row + o, :]).max())
             scales[gate * h + o] = F(63) / F(w_max)
-    per_gate = scales.reshape(1, 1, 1, g, h)
+    if not per_channel:
+        scales = np.array([F(63) / max(np.abs(w).max(), np.abs(r).max())], F)
+    per_gate = scales.reshape(1, 1, 1, g, h) if per_channel else scales
     q = [np.clip(np.rint(v * per_gate), -128, 127).astype(np.int8) for v in (wl, wi)]
     return q[0], q[1], scales, bias
 
@@ -75,17 +77,19 @@ def _onednn_weights(op: str, inits: dict):
 @pytest.mark.parametrize("op", ["LSTM", "GRU"])
 @pytest.mark.parametrize("isa", ["avx2", "avx512_core_vnni"])
 @pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
-def test_lowered_rnn_matches_the_scalar_reference(op, isa, direction):
+@pytest.mark.parametrize("weights", ["per_tensor", "per_channel"])
+def test_lowered_rnn_matches_the_scalar_reference(op, isa, direction, weights):
     graph, inits = recurrent_model(op, direction=direction)
     x = np.random.default_rng(1).normal(0, 0.6, (2, 4, 3)).astype(F)
-    prog = quantemu.compile(graph, "onednn", x, isa=isa)
+    prog = quantemu.compile(graph, "onednn", x, isa=isa, rnn_weights=weights)
     run = prog.run(x, keep="all")
     layer = next(lay for lay in prog.lowered.layers if lay.output == "y")
-    params = RnnParams(Isa(isa), layer.params.direction, 127.0, 128.0, 24)
+    per_channel = weights == "per_channel"
+    params = RnnParams(Isa(isa), layer.params.direction, 127.0, 128.0, 24 if per_channel else 0)
     assert layer.exact and layer.step_axis == 0
     xt = run.tensors["xt"]
     x_u8 = quantize_state(xt.encoding.dequantize(xt.codes), params)[0]
-    wl, wi, scales, bias = _onednn_weights(op, inits)
+    wl, wi, scales, bias = _onednn_weights(op, inits, per_channel)
     h0 = quantize_state(inits["h0"][None], params)[0]
     cell = RnnCell.LSTM if op == "LSTM" else RnnCell.GRU
     c0 = np.zeros(h0.shape, F)

@@ -42,6 +42,13 @@ class RnnData(enum.Enum):
     CALIBRATED = "calibrated"  # the calibrated range of the node's input and output
 
 
+class RnnWeights(enum.Enum):
+    """How many ``63 / W_max`` scales an LSTM/GRU's s8 weights take (``rnn_weights_qparams``)."""
+
+    PER_TENSOR = "per_tensor"  # the seed's: W_max over every weight of the node (mask 0)
+    PER_CHANNEL = "per_channel"  # one per gate and output channel (mask 24)
+
+
 _IMPL_FIELDS = {
     "conv_impl": ConvImpl,
     "quantized_conv_impl": QuantizedImpl,
@@ -73,8 +80,9 @@ class Options(LoweringOptions):
     - ``fallback``: ``"float"`` or ``"error"`` for nodes without an integer lowering.
     - ``rnn_data``: ``"seed"`` (data scale 127, shift 128: oneDNN's recommendation) or
       ``"calibrated"`` (from the calibrated range of each LSTM/GRU's input and output) for the
-      u8 states of oneDNN's RNN primitive; weights always take ``63 / W_max`` per gate and
-      channel.
+      u8 states of oneDNN's RNN primitive.
+    - ``rnn_weights``: ``"per_tensor"`` (the seed's one ``63 / W_max``) or ``"per_channel"``
+      (one per gate and output channel) for its s8 weights.
     """
 
     backend: ClassVar[str] = "onednn"
@@ -89,11 +97,13 @@ class Options(LoweringOptions):
     threads: int = 1
     fallback: Fallback = Fallback.FLOAT
     rnn_data: RnnData = RnnData.SEED
+    rnn_weights: RnnWeights = RnnWeights.PER_TENSOR
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
         set_(self, "isa", as_enum(Isa, self.isa, "option isa"))
         set_(self, "rnn_data", as_enum(RnnData, self.rnn_data, "option rnn_data"))
+        set_(self, "rnn_weights", as_enum(RnnWeights, self.rnn_weights, "option rnn_weights"))
         set_(self, "fallback", as_enum(Fallback, self.fallback, "option fallback"))
         for name in ("reduce_range", "host_has_vbmi"):
             value = getattr(self, name)
@@ -149,7 +159,7 @@ def header(opts: Options) -> dict[str, str]:
         f"channels/vector, adaptive_avg_pool2d {ADAPTIVE_POOL_VECTOR_CHANNELS}; channels-last",
         "fallback": opts.fallback.value,
         "rnn": f"LSTM/GRU as oneDNN {RNN_LIBRARY}'s int8 RNN primitive; data qparams "
-        f"{opts.rnn_data.value}, weights 63 / W_max per gate and channel",
+        f"{opts.rnn_data.value}, weights 63 / W_max {opts.rnn_weights.value}",
         "library": LIBRARY,
     }
 

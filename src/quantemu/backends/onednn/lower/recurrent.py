@@ -2,9 +2,10 @@
 
 - Weights: ONNX ``W`` (D, G*H, I), ``R`` (D, G*H, H) in ONNX's gate order (LSTM i, o, f, c;
   GRU z, r, h) become oneDNN's ``ldigo`` in its order (LSTM i, f, c~, o; GRU u, r, c~), quantized
-  by the weights reorder: ``s8 = sat(rne(w * scale))`` with ``scale = 63 / W_max`` per gate and
-  output channel over ``W`` and ``R`` of both directions (one ``rnn_weights_qparams`` array,
-  mask 24). ``B`` = ``[Wb, Rb]`` becomes ``Wb + Rb`` in f32.
+  by the weights reorder: ``s8 = sat(rne(w * scale))`` with ``scale = 63 / W_max`` (option
+  ``rnn_weights``: the seed's one scale over ``W`` and ``R`` of every direction, mask 0, or one
+  per gate and output channel, mask 24: ``rnn_weights_qparams`` serves both directions).
+  ``B`` = ``[Wb, Rb]`` becomes ``Wb + Rb`` in f32.
 - States: the data qparams of :mod:`.rnn_qparams`. An input quantized with other qparams is
   converted by the glue a deployment writes: PyTorch's dequantization, then oneDNN's u8
   quantization (``q_d``); stacked layers share the states' qparams, so their codes pass as they
@@ -23,6 +24,7 @@ import numpy as np
 
 from quantemu.backends.onednn.aten import TorchU8Encoding
 from quantemu.backends.onednn.lower.context import Context, U8Layer
+from quantemu.backends.onednn.lower.options import RnnWeights
 from quantemu.backends.onednn.lower.rnn_qparams import rnn_data_qparams
 from quantemu.backends.onednn.quantize import quantize_rnn_weights
 from quantemu.backends.onednn.rnn import gru, lstm, quantize_state
@@ -44,7 +46,7 @@ class RnnLayer(U8Layer):
     params: RnnParams
     weights_layer: np.ndarray  # (1, D, I, G, H) s8
     weights_iter: np.ndarray  # (1, D, H, G, H) s8
-    weights_scales: np.ndarray  # (G*H,) f32
+    weights_scales: np.ndarray  # (1,) or (G*H,) f32
     bias: np.ndarray  # (1, D, G, H) f32
     h0: np.ndarray | None  # (1, D, 1, H) f32, broadcast over the batch
     c0: np.ndarray | None
@@ -94,6 +96,15 @@ def _cell(node: Node) -> RnnCell:
     return RnnCell.GRU
 
 
+def _scales(wl: np.ndarray, wi: np.ndarray, per_channel: bool) -> np.ndarray:
+    """``63 / W_max`` over (D, K, G, H) weights: per (gate, channel), or one (module docstring).
+    An all-zero channel has no ``63 / W_max``; any positive scale gives its zero codes."""
+    axes = (0, 1) if per_channel else None
+    w_max = np.maximum(np.abs(wl).max(axis=axes), np.abs(wi).max(axis=axes))
+    w_max = np.asarray(w_max, dtype=_F).reshape(-1)
+    return np.where(w_max > 0, _F(63) / np.where(w_max > 0, w_max, _F(1)), _F(1)).astype(_F)
+
+
 def _onednn_weights(ctx: Context, node: Node, cell: RnnCell):
     """``(weights_layer, weights_iter, scales, bias)`` in oneDNN's layouts (module docstring)."""
     w, r = ctx.constant(node, 1, "W"), ctx.constant(node, 2, "R")
@@ -103,10 +114,9 @@ def _onednn_weights(ctx: Context, node: Node, cell: RnnCell):
     # (D, G*H, K) in ONNX order -> (D, K, G, H) in oneDNN order
     wl = w.reshape(d, g, h, i)[:, order].transpose(0, 3, 1, 2)
     wi = r.reshape(d, g, h, h)[:, order].transpose(0, 3, 1, 2)
-    w_max = np.maximum(np.abs(wl).max(axis=(0, 1)), np.abs(wi).max(axis=(0, 1))).reshape(-1)
-    # An all-zero channel has no 63 / W_max; any positive scale gives its zero codes.
-    scales = np.where(w_max > 0, _F(63) / np.where(w_max > 0, w_max, _F(1)), _F(1)).astype(_F)
-    per_gate = scales.reshape(g, h)
+    per_channel = ctx.options.rnn_weights is RnnWeights.PER_CHANNEL
+    scales = _scales(wl, wi, per_channel)
+    per_gate = scales.reshape(g, h) if per_channel else scales
     codes_l = quantize_rnn_weights(np.ascontiguousarray(wl), per_gate)
     codes_i = quantize_rnn_weights(np.ascontiguousarray(wi), per_gate)
     bias = np.zeros((d, g, h), _F)
@@ -139,7 +149,8 @@ def lower_recurrent(ctx: Context, node: Node) -> RnnLayer:
     }[node.attrs["direction"]]
     wl, wi, scales, bias = _onednn_weights(ctx, node, cell)
     scale, shift = rnn_data_qparams(node, ctx.ranges, ctx.options)
-    params = RnnParams(ctx.options.isa, direction, scale, shift, 24)
+    mask = 24 if ctx.options.rnn_weights is RnnWeights.PER_CHANNEL else 0
+    params = RnnParams(ctx.options.isa, direction, scale, shift, mask)
     h0 = _initial_state(ctx, node, 5, "initial_h")
     c0 = _initial_state(ctx, node, 6, "initial_c") if cell is RnnCell.LSTM else None
     return ctx.layer(
