@@ -158,10 +158,18 @@ def header(opts: Options) -> dict[str, str]:
         "aten_kernels": f"add blocks of {ADD_BLOCK}, avg_pool2d {AVG_POOL_VECTOR_CHANNELS} "
         f"channels/vector, adaptive_avg_pool2d {ADAPTIVE_POOL_VECTOR_CHANNELS}; channels-last",
         "fallback": opts.fallback.value,
-        "rnn": f"LSTM/GRU as oneDNN {RNN_LIBRARY}'s int8 RNN primitive; data qparams "
-        f"{opts.rnn_data.value}, weights 63 / W_max {opts.rnn_weights.value}",
+        "rnn": f"LSTM/GRU as oneDNN {RNN_LIBRARY}'s int8 RNN primitive "
+        f"({rnn_implementation(opts.isa)}); data qparams {opts.rnn_data.value}, weights "
+        f"63 / W_max {opts.rnn_weights.value}",
         "library": LIBRARY,
     }
+
+
+def rnn_implementation(isa: Isa, *, short: bool = False) -> str:
+    """The RNN implementation oneDNN 3.2.0 ran at ``isa`` when the vectors were recorded."""
+    if isa.exact:
+        return "brgemm" if short else f"brgemm:{isa.value}, exact dot products"
+    return "ref" if short else "ref over gemm_s8u8s32, pair-saturating dot products"
 
 
 def _describe_impl(value: Any) -> str:

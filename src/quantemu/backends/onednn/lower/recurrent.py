@@ -24,7 +24,7 @@ import numpy as np
 
 from quantemu.backends.onednn.aten import TorchU8Encoding
 from quantemu.backends.onednn.lower.context import Context, U8Layer
-from quantemu.backends.onednn.lower.options import RnnWeights
+from quantemu.backends.onednn.lower.options import RnnWeights, rnn_implementation
 from quantemu.backends.onednn.lower.rnn_qparams import rnn_data_qparams
 from quantemu.backends.onednn.quantize import quantize_rnn_weights
 from quantemu.backends.onednn.rnn import gru, lstm, quantize_state
@@ -153,10 +153,11 @@ def lower_recurrent(ctx: Context, node: Node) -> RnnLayer:
     params = RnnParams(ctx.options.isa, direction, scale, shift, mask)
     h0 = _initial_state(ctx, node, 5, "initial_h")
     c0 = _initial_state(ctx, node, 6, "initial_c") if cell is RnnCell.LSTM else None
+    impl = rnn_implementation(ctx.options.isa, short=True)
     return ctx.layer(
         RnnLayer,
         node,
-        op=f"rnn {cell.value} [{direction.value}, {ctx.options.isa.value}]",
+        op=f"rnn {cell.value} [{direction.value}, {impl}]",
         inputs=(x,),
         cell=cell,
         params=params,
