@@ -25,6 +25,14 @@ development machine (AVX-512 VNNI): unset -> ``brgemm:avx512_core_vnni``; AVX512
 3.2.0 (``dnnl_lbr_gru_forward_primitive_desc_create`` returns ``dnnl_unimplemented`` at every
 ISA), so there are no LBR-GRU vectors.
 
+``--prefix PREFIX`` runs another oneDNN build instead (nothing is installed): the ``onednn``
+2026.1.0 wheel is oneDNN 3.13's SYCL build, which loads on a CPU-only machine with its Intel
+runtimes (``pip install onednn==2026.1.0 onednn-devel==2026.1.0`` into a venv, 2 GB) once
+``LD_LIBRARY_PATH`` holds ``PREFIX/lib`` and ``OCL_ICD_FILENAMES`` names its
+``libintelocl.so`` (the shipped ICD file points to a placeholder path); the script sets both.
+oneDNN 3.13.2 gives exactly the 3.2.0 vectors (seed 0, all 96) and passes seeds 1-9; it runs
+``brgemm:avx2``/``brgemm:avx512_core`` where 3.2.0 ran ``ref``.
+
 Output: ``lstm.jsonl.gz`` and ``gru.jsonl.gz`` in ``--out`` (conformance/FORMAT.md).
 """
 
@@ -51,20 +59,46 @@ GATES = {"lstm": 4, "gru": 3}
 MASK = 24  # scales per gate (dim 3) and output channel (dim 4) of ldigo
 
 
-def _library() -> tuple[Path, Path]:
-    """The oneDNN 3.2.0 library folder and include folder in this environment (installed by
-    pip with the two wheels when missing)."""
-    prefix = Path(sysconfig.get_paths()["data"])
+def _library(prefix: Path | None) -> tuple[Path, Path]:
+    """The library folder and include folder of the oneDNN under ``prefix``; by default this
+    environment's oneDNN 3.2.0 (installed by pip with the two wheels when missing)."""
+    given = prefix is not None
+    prefix = prefix or Path(sysconfig.get_paths()["data"])
     lib, include = prefix / "lib", prefix / "include"
-    if not (lib / "libdnnl.so.3").exists() or not (include / "oneapi" / "dnnl" / "dnnl.h").exists():
+    found = (lib / "libdnnl.so.3").exists() and (include / "oneapi" / "dnnl" / "dnnl.h").exists()
+    if not found and not given:
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", *WHEELS], check=True)
-    if not (lib / "libdnnl.so.3").exists():
-        raise SystemExit(f"oneDNN was installed but {lib / 'libdnnl.so.3'} is not there")
+    if not (lib / "libdnnl.so.3").exists() or not (include / "oneapi" / "dnnl" / "dnnl.h").exists():
+        raise SystemExit(f"no oneDNN under {prefix} (lib/libdnnl.so.3, include/oneapi/dnnl)")
     return lib, include
 
 
-def _oracle(folder: Path) -> Path:
-    lib, include = _library()
+def _runtime_env(prefix: Path | None) -> dict[str, str]:
+    """What another oneDNN build needs at run time: its runtimes beside it on the loader's path,
+    and (SYCL builds) the OpenCL CPU driver, whose shipped ICD file names a placeholder path."""
+    if prefix is None:
+        return {}
+    lib = prefix / "lib"
+    env = {
+        "LD_LIBRARY_PATH": os.pathsep.join(
+            filter(None, [str(lib), os.environ.get("LD_LIBRARY_PATH")])
+        )
+    }
+    if (lib / "libintelocl.so").exists() and "OCL_ICD_FILENAMES" not in os.environ:
+        env["OCL_ICD_FILENAMES"] = str(lib / "libintelocl.so")
+    return env
+
+
+def _version(verbose: str) -> str:
+    """``vX.Y.Z`` from ONEDNN_VERBOSE's ``info,oneDNN vX.Y.Z (commit ...)`` line."""
+    for line in verbose.splitlines():
+        if ",info,oneDNN " in line:
+            return line.split(",info,oneDNN ", 1)[1].split(" ", 1)[0]
+    raise SystemExit("ONEDNN_VERBOSE printed no 'info,oneDNN' version line")
+
+
+def _oracle(folder: Path, prefix: Path | None) -> Path:
+    lib, include = _library(prefix)
     binary = folder / "onednn_rnn_oracle"
     compiler = shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
@@ -113,7 +147,9 @@ def resolved_isa(verbose: str) -> str:
     raise SystemExit(f"oneDNN runs an ISA the emulation does not name: {name!r}")
 
 
-def _run(binary: Path, cell: str, case: dict, isa: str | None, folder: Path) -> tuple[tuple, dict]:
+def _run(
+    binary: Path, cell: str, case: dict, isa: str | None, folder: Path, *, extra_env: dict
+) -> tuple[tuple, dict]:
     """The oracle on ``case`` under ``ONEDNN_MAX_CPU_ISA=isa``: (resolved ISA, implementation)
     and the outputs."""
     g, scales = GATES[cell], case["weights_scales"]
@@ -126,6 +162,7 @@ def _run(binary: Path, cell: str, case: dict, isa: str | None, folder: Path) -> 
     scales.tofile(folder / "wscales.bin")
     env = {k: v for k, v in os.environ.items() if k != "ONEDNN_MAX_CPU_ISA"}
     env["ONEDNN_VERBOSE"] = "1"
+    env.update(extra_env)
     if isa is not None:
         env["ONEDNN_MAX_CPU_ISA"] = isa
     argv = [str(binary), cell, str(folder), *(str(case[k]) for k in ("t", "n", "c", "layers")),
@@ -135,7 +172,7 @@ def _run(binary: Path, cell: str, case: dict, isa: str | None, folder: Path) -> 
     impl = next(
         line.split(" ", 1)[1] for line in done.stdout.splitlines() if line.startswith("impl")
     )
-    run = (resolved_isa(done.stdout), impl)
+    run = (resolved_isa(done.stdout), impl, _version(done.stdout))
     t, n, c, layers, d = (case[k] for k in ("t", "n", "c", "layers", "d"))
     dlc = 2 * c if case["direction"] == "concat" else c
     out = {
@@ -157,7 +194,7 @@ def _tensor(array: np.ndarray) -> dict:
 
 
 def _vector(cell: str, label: str, run: tuple, case: dict, out: dict) -> dict:
-    (isa, impl), cap = run
+    (isa, impl, version), cap, package = run
     names = ["src_layer", "src_iter", "weights_layer", "weights_iter", "weights_scales", "bias"]
     if cell == "lstm":
         names.insert(2, "src_iter_c")
@@ -175,7 +212,7 @@ def _vector(cell: str, label: str, run: tuple, case: dict, out: dict) -> dict:
         },
         "inputs": {name: _tensor(case[name]) for name in names},
         "expected": {name: _tensor(value) for name, value in out.items()},
-        "source": f"oneDNN v3.2.0 (onednn-cpu-gomp 2023.2.0), implementation {impl}, "
+        "source": f"oneDNN {version} ({package}), implementation {impl}, "
         f"ONEDNN_MAX_CPU_ISA={cap or 'unset'}; "
         "tools/make_onednn_rnn_vectors.py",
     }
@@ -185,12 +222,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument(
+        "--prefix",
+        type=Path,
+        help="another oneDNN build: PREFIX/lib/libdnnl.so.3 and PREFIX/include (e.g. a venv with "
+        "onednn==2026.1.0 and onednn-devel, oneDNN 3.13's SYCL build); nothing is installed",
+    )
     args = parser.parse_args(argv)
+    package = "onednn-cpu-gomp 2023.2.0" if args.prefix is None else "library from --prefix"
+    extra_env = _runtime_env(args.prefix)
     args.out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(args.seed)
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
-        binary = _oracle(folder)
+        binary = _oracle(folder, args.prefix)
         for cell in GATES:
             vectors, index = [], 0
             for direction in ("l2r", "r2l", "concat", "sum"):
@@ -198,16 +243,16 @@ def main(argv: list[str] | None = None) -> int:
                     for qparams in ((127.0, 128.0), (63.5, 64.0)):
                         case = _case(rng, cell, direction, layers, qparams)
                         for cap in ISAS:
-                            run, out = _run(binary, cell, case, cap, folder)
+                            run, out = _run(binary, cell, case, cap, folder, extra_env=extra_env)
                             label = (
                                 f"{index:04d}" if args.seed == 0 else f"seed{args.seed}/{index:04d}"
                             )
-                            vectors.append(_vector(cell, label, (run, cap), case, out))
+                            vectors.append(_vector(cell, label, (run, cap, package), case, out))
                         index += 1
             path = args.out / f"{cell}.jsonl.gz"
-            with gzip.open(path, "wt", encoding="utf-8") as f:
-                for vector in vectors:
-                    f.write(json.dumps(vector, allow_nan=False) + "\n")
+            text = "".join(json.dumps(v, allow_nan=False) + "\n" for v in vectors)
+            # mtime 0: the same vectors give the same bytes
+            path.write_bytes(gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0))
             impls = sorted({v["source"].split("implementation ")[1].split(",")[0] for v in vectors})
             print(f"{path}: {len(vectors)} vectors; implementations {impls}")
     return 0

@@ -202,3 +202,26 @@ def test_bad_parameters_and_lbr_gru_are_refused():
     w = np.zeros((1, 1, 2, 3, 2), np.int8)
     with pytest.raises(UnsupportedError, match="dnnl_unimplemented"):
         gru(x, w, w, np.ones(6, F), RnnParams(Isa.AVX2), linear_before_reset=True)
+
+
+@st.composite
+def fma_operands(draw):
+    """Operands whose exact product often sits on (or next to) a binary32 tie: 13-bit
+    integers scaled by powers of two, and addends from zero to far below the product."""
+    i, j = draw(st.integers(2**12, 2**13 - 1)), draw(st.integers(2**12, 2**13 - 1))
+    ea, eb = draw(st.integers(-80, 40)), draw(st.integers(-80, 40))
+    a, b = F(i * 2.0**ea) * draw(st.sampled_from([1, -1])), F(j * 2.0**eb)
+    tiny = st.builds(lambda k, e: k * 2.0**e, st.integers(-3, 3), st.integers(-160, 60))
+    c = draw(st.one_of(st.just(0.0), st.floats(-(2.0**100), 2.0**100, width=32), tiny))
+    return a, b, F(c)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(fma_operands(), min_size=1, max_size=8))
+def test_fma_f32_is_correctly_rounded_near_ties(operands):
+    from quantemu.backends.onednn.aten import fma_f32
+    from quantemu.backends.onednn.reference import fma32
+
+    a, b, c = (np.array(v, dtype=F) for v in zip(*operands, strict=True))
+    want = np.array([fma32(*t) for t in operands], dtype=F)
+    assert fma_f32(a, b, c).view(np.uint32).tolist() == want.view(np.uint32).tolist()

@@ -44,9 +44,12 @@ ADAPTIVE_POOL_VECTOR_CHANNELS = 8  # channels per vector of the adaptive avg poo
 def fma_f32(a, b, c) -> np.ndarray:
     """``fma(a, b, c)`` in binary32: ``a·b + c`` exactly, rounded once to nearest even.
 
-    ``a·b`` of two binary32 values is exact in binary64 (48 significant bits); the sum is formed
-    in binary64 with its exact error (TwoSum) and rounded to odd, which makes the final rounding
-    to binary32 correct (53 >= 24 + 2 bits).
+    ``a·b`` of two binary32 values is exact in binary64 (48 significant bits), and rounding
+    ``s = f64(a·b + c)`` to binary32 is already correct unless ``s`` lies exactly on a binary32
+    tie (rounding to nearest is monotone and binary32 ties are binary64 values, so the first
+    rounding can reach a tie but not cross it) or in binary32's subnormal range, whose ties sit
+    elsewhere. Only those elements take the exact path: the sum's error by TwoSum, and rounding
+    to odd, which makes the final rounding to binary32 correct (53 >= 24 + 2 bits).
 
     >>> float(fma_f32(np.float32(1 + 2**-23), np.float32(1 - 2**-23), np.float32(-1)))
     -1.4210854715202004e-14
@@ -56,11 +59,28 @@ def fma_f32(a, b, c) -> np.ndarray:
         p = a.astype(_F64) * b.astype(_F64)
         cc = c.astype(_F64)
         s = p + cc
-        bp = s - cc
-        e = (p - bp) + (cc - (s - bp))  # s + e == p + c exactly (finite s)
-        inexact_even = np.isfinite(s) & (e != 0) & ((s.view(np.int64) & 1) == 0)
-        s = np.where(inexact_even, np.nextafter(s, np.where(e > 0, np.inf, -np.inf)), s)
+        low = s.view(np.int64) & _F32_TIE_MASK
+        risky = (low == _F32_TIE) | (np.abs(s) < _F32_NORMAL_MARGIN)
+        if np.any(risky):
+            p, cc = np.broadcast_to(p, s.shape), np.broadcast_to(cc, s.shape)
+            s = np.array(s)  # writable (a 0-d result comes back as a scalar otherwise)
+            s[risky] = _round_to_odd_sum(p[risky], cc[risky])
         return s.astype(np.float32)
+
+
+# The 29 binary64 fraction bits below binary32's last one: a binary32 tie has exactly the top one.
+_F32_TIE_MASK = (1 << 29) - 1
+_F32_TIE = 1 << 28
+_F32_NORMAL_MARGIN = 2.0**-125  # below: binary32 subnormals (and their ties) are near
+
+
+def _round_to_odd_sum(p: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """``p + c`` in binary64 rounded to odd (TwoSum gives the exact error)."""
+    s = p + c
+    bp = s - c
+    e = (p - bp) + (c - (s - bp))  # s + e == p + c exactly (finite s)
+    inexact_even = np.isfinite(s) & (e != 0) & ((s.view(np.int64) & 1) == 0)
+    return np.where(inexact_even, np.nextafter(s, np.where(e > 0, np.inf, -np.inf)), s)
 
 
 def _clamp_rne(v: np.ndarray, add: int | np.ndarray = 0) -> np.ndarray:

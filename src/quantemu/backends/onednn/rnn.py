@@ -25,12 +25,13 @@ direction. ``dst_layer`` holds the last layer's states: the two directions side 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 
 import numpy as np
 
 from quantemu.backends.onednn.aten import fma_f32
 from quantemu.backends.onednn.eltwise_jit import logistic_jit_f32, tanh_jit_f32
-from quantemu.backends.onednn.pairsum import exact_matmul, pair_sum_matmul
+from quantemu.backends.onednn.pairsum import ArrayCache, exact_matmul, pair_sum_matmul
 from quantemu.backends.onednn.params import Isa
 from quantemu.backends.onednn.rnn_inputs import RnnInputs, check_inputs
 from quantemu.backends.onednn.rnn_params import RnnCell, RnnDirection, RnnParams
@@ -38,6 +39,7 @@ from quantemu.backends.onednn.rnn_params import RnnCell, RnnDirection, RnnParams
 __all__ = ["RnnResult", "gru", "lstm", "quantize_state", "rnn_forward"]
 
 _F = np.float32
+_CELLS = ArrayCache()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,23 +67,39 @@ class _Counters:
 
 @dataclasses.dataclass(frozen=True)
 class _Cell:
-    """One (layer, direction): weights as (K, G*DHC), f32 divisors and compensated bias."""
+    """One (layer, direction): the GEMMs' weight operands (:func:`_operand`), f32 divisors and
+    the compensated bias. ``w_iter`` is every gate's (LSTM), ``w_iter_ur``/``w_iter_c`` the
+    GRU's u, r and c~ columns (two GEMMs)."""
 
     w_layer: np.ndarray
     w_iter: np.ndarray
+    w_iter_ur: np.ndarray
+    w_iter_c: np.ndarray
     divisor: np.ndarray  # f32(wscale * scale), (G*DHC,)
     bias: np.ndarray  # b', (G*DHC,)
 
 
+def _operand(w: np.ndarray, isa: Isa) -> np.ndarray:
+    """Weights ``(K, N)`` s8 as the GEMM engine takes them, once per primitive: read-only (so
+    intmath caches its exactness plan), and for pair saturation int16 ``(1, K', N)`` with the
+    reduction zero-padded to even length, as the packed GEMM pads it."""
+    if isa.exact:
+        out = np.array(w, dtype=np.int8, order="C")
+    else:
+        out = np.zeros((1, w.shape[0] + w.shape[0] % 2, w.shape[1]), dtype=np.int16)
+        out[0, : w.shape[0]] = w
+    out.setflags(write=False)
+    return out
+
+
 def _gemm(x: np.ndarray, w: np.ndarray, isa: Isa, counters: _Counters) -> np.ndarray:
-    """s32 accumulators ``x (M, K) u8 · w (K, N) s8`` as int64: exact, or pair-saturating."""
+    """s32 accumulators ``x (M, K) u8 · w`` (an :func:`_operand`) as int64 ``(M, N)``: exact,
+    or pair-saturating."""
     if isa.exact:
         return exact_matmul(x, w, a_max=255, b_max=128)
-    a, b = x.astype(np.int16), w.astype(np.int16)
-    if a.shape[1] % 2:  # the packed GEMM pads the reduction with zeros
-        a = np.pad(a, ((0, 0), (0, 1)))
-        b = np.pad(b, ((0, 1), (0, 0)))
-    result = pair_sum_matmul(a[None], b[None])
+    a = np.zeros((1, x.shape[0], w.shape[1]), dtype=np.int16)
+    a[0, :, : x.shape[1]] = x
+    result = pair_sum_matmul(a, w)
     counters.pairs += result.saturated_pairs
     return result.acc[0]
 
@@ -119,6 +137,17 @@ def _gates(acc: np.ndarray, cell: _Cell, cols: slice = slice(None)) -> np.ndarra
 
 
 def _prepare(inputs: RnnInputs, layer: int, direction: int, params: RnnParams) -> _Cell:
+    """The (layer, direction) cell, made once per weights: a lowered layer's weights are
+    read-only, so every batch after the first reuses its GEMM operands and their plans."""
+    others = (inputs.weights_layer, inputs.weights_scales, inputs.bias)
+    digest = hashlib.sha256(b"".join(np.ascontiguousarray(a).tobytes() for a in others))
+    key = ("rnn cell", layer, direction, params, digest.hexdigest())
+    return _CELLS.get(
+        inputs.weights_iter, key, lambda: _make_cell(inputs, layer, direction, params)
+    )
+
+
+def _make_cell(inputs: RnnInputs, layer: int, direction: int, params: RnnParams) -> _Cell:
     """The (layer, direction) cell, with oneDNN's bias compensation in f32 (``bias_finalize``)."""
     w_layer = inputs.weights_layer[layer, direction]
     w_iter = inputs.weights_iter[layer, direction]
@@ -129,8 +158,14 @@ def _prepare(inputs: RnnInputs, layer: int, direction: int, params: RnnParams) -
         axis=0, dtype=np.int64
     ).astype(_F).reshape(-1)
     bias = inputs.bias[layer, direction].reshape(-1) - comp * _F(params.data_shift) / divisor
+    wi = w_iter.reshape(-1, g * dhc)
     return _Cell(
-        w_layer.reshape(k_layer, g * dhc), w_iter.reshape(-1, g * dhc), divisor, bias.astype(_F)
+        _operand(w_layer.reshape(k_layer, g * dhc), params.isa),
+        _operand(wi, params.isa),
+        _operand(wi[:, : 2 * dhc], params.isa),
+        _operand(wi[:, 2 * dhc :], params.isa),
+        divisor,
+        bias.astype(_F),
     )
 
 
@@ -148,12 +183,12 @@ def _gru_step(acc, state, cell: _Cell, params: RnnParams, counters: _Counters):
     h, c = state
     dhc = h.shape[1]
     two = slice(0, 2 * dhc)
-    acc01 = acc[:, two] + _gemm(h, cell.w_iter[:, two], params.isa, counters)
+    acc01 = acc[:, two] + _gemm(h, cell.w_iter_ur, params.isa, counters)
     u, r = np.split(logistic_jit_f32(_gates(acc01, cell, two)), 2, axis=1)
     h_prev = _dequantize_state(h, params)
     rh = _quantize(r * h_prev, params, counters)
     last = slice(2 * dhc, 3 * dhc)
-    acc2 = acc[:, last] + _gemm(rh, cell.w_iter[:, last], params.isa, counters)
+    acc2 = acc[:, last] + _gemm(rh, cell.w_iter_c, params.isa, counters)
     c_tilde = tanh_jit_f32(_gates(acc2, cell, last))
     return _quantize(fma_f32(_F(1) - u, c_tilde, u * h_prev), params, counters), c
 
