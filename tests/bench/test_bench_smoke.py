@@ -85,7 +85,8 @@ def test_simulate_memory_child_runs_a_tiny_batch():
 
 
 @pytest.mark.parametrize(
-    ("name", "needs"), [("evaluate", "onnx"), ("qat", "torch"), ("distributed", "distributed")]
+    ("name", "needs"),
+    [("evaluate", "onnx"), ("qat", "torch"), ("distributed", "distributed"), ("rnn", "torch")],
 )
 def test_bench_script_parses(name, needs):
     pytest.importorskip(needs)

@@ -12,5 +12,5 @@ from quantemu.backends.registry import lookup
 
 def test_registered_attributes_are_exactly_the_register_fields():
     assert lookup("nvdla", "sdp").attrs == frozenset(SdpRegisters.widths())
-    assert len(lookup("nvdla", "sdp").attrs) == 67
+    assert len(lookup("nvdla", "sdp").attrs) == 68  # the INT page's 67 and NAN_TO_ZERO (FP16)
     assert lookup("nvdla", "cacc").attrs == {"PROC_PRECISION", "CLIP_TRUNCATE"}

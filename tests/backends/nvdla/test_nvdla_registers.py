@@ -75,8 +75,6 @@ def test_blocks_are_frozen():
 @pytest.mark.parametrize(
     ("block", "name"),
     [
-        (SdpRegisters, "PROC_PRECISION"),
-        (SdpRegisters, "OUT_PRECISION"),
         (CdpRegisters, "INPUT_DATA_TYPE"),
         (PdpRegisters, "INPUT_DATA"),
         (CaccRegisters, "PROC_PRECISION"),
@@ -88,6 +86,19 @@ def test_fp16_is_unsupported_and_3_is_reserved(block, name):
         block(**{name: 2})
     with pytest.raises(InvalidInputError, match=f"{name} = 3 is a reserved encoding"):
         block(**{name: 3})
+
+
+@pytest.mark.parametrize("name", ["PROC_PRECISION", "OUT_PRECISION"])
+def test_sdp_takes_fp16_and_3_is_reserved(name):
+    assert SdpRegisters(PROC_PRECISION=2, OUT_PRECISION=2).proc_precision.name == "FP16"
+    assert SdpRegisters(OUT_PRECISION=2).out_precision.name == "FP16"
+    with pytest.raises(InvalidInputError, match=f"{name} = 3 is a reserved encoding"):
+        SdpRegisters(**{name: 3})
+
+
+def test_sdp_fp16_to_int8_output_is_refused_with_the_reason():
+    with pytest.raises(UnsupportedError, match="leaves the fp16 word unconverted"):
+        SdpRegisters(PROC_PRECISION=2, OUT_PRECISION=0)
 
 
 def test_pdp_pooling_method_3_is_reserved():

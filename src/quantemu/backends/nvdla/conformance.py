@@ -44,7 +44,8 @@ def _no_extra_inputs(inputs: Mapping[str, np.ndarray], known: set[str], op: str)
 def sdp_case(inputs: Mapping[str, np.ndarray], attrs: Mapping[str, Any]) -> dict:
     """SDP pipeline BS -> BN -> EW(+LUT) -> output converter, with counters (§2)."""
     _no_extra_inputs(inputs, {"X", "LUT_LE", "LUT_LO", *OPERANDS}, "sdp")
-    regs = SdpRegisters.from_fields(attrs, complete=True)
+    # NAN_TO_ZERO is an FP16 field (nvdla-fp16); the INT page's cases, without it, mean 0.
+    regs = SdpRegisters.from_fields({"NAN_TO_ZERO": 0, **attrs}, complete=True)
     r = sdp(
         _input(inputs, "X", "sdp"),
         regs,

@@ -22,8 +22,10 @@ from quantemu.backends.nvdla.registers import (
     XUnit,
     YUnit,
 )
+from quantemu.backends.nvdla.sdp_fp16 import nan_outputs, output_fp16, run_fp16, saturated_fp16
 from quantemu.errors import InvalidInputError
 from quantemu.intmath import saturate, wrap
+from quantemu.intmath.nvdla_float import int17_to_fp16_rne_sat_nvdla
 
 OPERANDS = ("BS_ALU", "BS_MUL", "BN_ALU", "BN_MUL", "EW_ALU", "EW_MUL")
 
@@ -47,11 +49,18 @@ class SdpResult:
     LUT_LO_HIT: int
     STATUS_UNEQUAL: int
     final_clamped: int = 0
+    # FP16 runs only (processing or output in FP16): the NaN/Inf status registers.
+    STATUS_NAN_INPUT_NUM: int = 0
+    STATUS_INF_INPUT_NUM: int = 0
+    STATUS_NAN_OUTPUT_NUM: int = 0
+    fp16: bool = False
 
     def counters(self) -> dict[str, int]:
-        """The counters by register name."""
+        """The counters by register name (with the NaN/Inf ones for an FP16 run)."""
         names = ("OUT_SATURATION", "LUT_UFLOW", "LUT_OFLOW", "LUT_HYBRID")
         names += ("LUT_LE_HIT", "LUT_LO_HIT", "STATUS_UNEQUAL")
+        if self.fp16:
+            names += ("STATUS_NAN_INPUT_NUM", "STATUS_INF_INPUT_NUM", "STATUS_NAN_OUTPUT_NUM")
         return {n: getattr(self, n) for n in names}
 
 
@@ -153,13 +162,15 @@ def sdp(
     zeros. ``lut_le`` (65) and ``lut_lo`` (257) int16 tables are required when the
     LUT is active. Returns the int16 output word and the counters.
     """
-    xa = _checked(x, "X", 32)
     operands = dict(operands or {})
     unknown = sorted(set(operands) - set(OPERANDS))
     if unknown:
         raise InvalidInputError(
             f"sdp: unknown operand(s) {', '.join(unknown)}; known: {', '.join(OPERANDS)}"
         )
+    if regs.proc_precision is Precision.FP16:
+        return _sdp_fp16(x, regs, operands, (lut_le, lut_lo))
+    xa = _checked(x, "X", 32)
     zeros = np.zeros((), dtype=np.int64)  # broadcasts like a per-element zero operand
     mem = {
         n: _checked(operands[n], n, 16, xa.shape) if operands.get(n) is not None else zeros
@@ -186,16 +197,84 @@ def sdp(
     # (int32 - int32) * int16: |.| <= 2^32 * 2^15 = 2^47; the 17-bit step carries the flag,
     # the final clamp to the output precision is never counted (§2.5).
     t, flag = converter(v, offset=c.offset, scale=c.scale, shift=c.shift, bits=17)
-    y = saturate(t, 8 if regs.out_precision is Precision.INT8 else 16)
-    clamped = int(np.count_nonzero(y != t))
+    fp16_out = regs.out_precision is Precision.FP16
+    if fp16_out:  # Int17ToFp16 of the 17-bit value (the SHR flag is not the counter then)
+        y = int17_to_fp16_rne_sat_nvdla(t).view(np.int16).astype(np.int64)
+    else:
+        y = saturate(t, 8 if regs.out_precision is Precision.INT8 else 16)
+    clamped = 0 if fp16_out else int(np.count_nonzero(y != t))
     unequal = 0
     if regs.compare_mode:
         y = wrap(v, 16)
         unequal, clamped = int(np.any(y != 0)), 0
+    y = np.asarray(y, dtype=np.int16)
     return SdpResult(
-        y=np.asarray(y, dtype=np.int16),
-        OUT_SATURATION=int(np.count_nonzero(flag)),
+        y=y,
+        OUT_SATURATION=saturated_fp16(y) if fp16_out else int(np.count_nonzero(flag)),
         STATUS_UNEQUAL=unequal,
         final_clamped=clamped,
+        STATUS_NAN_OUTPUT_NUM=nan_outputs(y) if fp16_out else 0,
+        fp16=fp16_out,
         **counts,
+    )
+
+
+def _fp16_words(a, name: str, shape=None) -> np.ndarray:
+    """fp16 data as uint16 bit patterns: a float16 array, or integers holding the raw words."""
+    arr = np.asarray(a)
+    if arr.dtype == np.float16:
+        arr = arr.view(np.uint16)
+    elif arr.dtype.kind not in "iu" or (arr.size and (arr.min() < -32768 or arr.max() > 65535)):
+        raise InvalidInputError(
+            f"sdp: {name} must be float16 (or raw 16-bit words) in FP16 mode, got {arr.dtype}"
+        )
+    if shape is not None:
+        _checked(np.zeros(arr.shape, np.int8), name, 8, shape)  # the shape check only
+    return (arr.astype(np.int64) & 0xFFFF).astype(np.uint16)
+
+
+def _fp16_input(x) -> np.ndarray:
+    """X in FP16 mode: fp16 words from memory (float16: uint16 patterns) or fp32 words from
+    CACC (float32: uint32 patterns)."""
+    arr = np.asarray(x)
+    if arr.dtype == np.float32:
+        return arr.view(np.uint32)
+    if arr.dtype in (np.float16, np.uint16):
+        return arr.view(np.uint16)
+    if arr.dtype == np.uint32:
+        return arr
+    raise InvalidInputError(
+        f"sdp: X must be float16 (fp16 words from memory) or float32 (fp32 words from CACC) "
+        f"when PROC_PRECISION = FP16, got {arr.dtype}"
+    )
+
+
+def _sdp_fp16(x, regs: SdpRegisters, operands: Mapping, lut: tuple) -> SdpResult:
+    """The FP16 pipeline (:mod:`.sdp_fp16`)."""
+    xa = _fp16_input(x)
+    zeros = np.zeros((), dtype=np.uint16)
+    mem = {
+        n: _fp16_words(operands[n], n, xa.shape) if operands.get(n) is not None else zeros
+        for n in OPERANDS
+    }
+    tables = (None, None)
+    if regs.lut_active:
+        words = [None if t is None else _fp16_words(t, "LUT table").view(np.int16) for t in lut]
+        tables = check_tables(*words, "sdp")
+    v, counts = run_fp16(xa, regs, mem, tables)
+    y = output_fp16(v, regs)
+    unequal = 0
+    if regs.compare_mode:
+        y = wrap(v, 16).astype(np.int16)
+        unequal = int(np.any(y != 0))
+    fp16_out = regs.out_precision is Precision.FP16
+    return SdpResult(
+        y=np.asarray(y, dtype=np.int16),
+        OUT_SATURATION=saturated_fp16(y) if fp16_out else 0,
+        STATUS_UNEQUAL=unequal,
+        STATUS_NAN_INPUT_NUM=counts.nan_input,
+        STATUS_INF_INPUT_NUM=counts.inf_input,
+        STATUS_NAN_OUTPUT_NUM=nan_outputs(y) if fp16_out else 0,
+        fp16=True,
+        **counts.lut,
     )

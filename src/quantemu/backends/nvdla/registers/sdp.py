@@ -19,7 +19,7 @@ from quantemu.backends.nvdla.registers.types import (
     YUnit,
     precision,
 )
-from quantemu.errors import InvalidInputError
+from quantemu.errors import InvalidInputError, UnsupportedError
 
 
 def slopes(block: RegisterBlock) -> dict[str, Slope]:
@@ -111,14 +111,27 @@ class SdpRegisters(RegisterBlock):
     CVT_OFFSET: int = field(32)
     CVT_SCALE: int = field(16, 1)
     CVT_SHIFT: int = field(6)
+    # D_FEATURE_MODE_CFG.NAN_TO_ZERO (FP16 only: NaN inputs and fp16 operands become +0)
+    NAN_TO_ZERO: int = field(1)
 
     def _check(self) -> None:
-        precision(self.UNIT, "PROC_PRECISION", self.PROC_PRECISION)
-        precision(self.UNIT, "OUT_PRECISION", self.OUT_PRECISION)
+        proc = precision(self.UNIT, "PROC_PRECISION", self.PROC_PRECISION, fp16=True)
+        out = precision(self.UNIT, "OUT_PRECISION", self.OUT_PRECISION, fp16=True)
+        if proc is Precision.FP16 and out is Precision.INT8:
+            raise UnsupportedError(
+                f"{self.UNIT}: PROC_PRECISION = FP16 with OUT_PRECISION = INT8 is not emulated: "
+                "NVIDIA's C model leaves the fp16 word unconverted there (sdp_c.cpp), so it is "
+                "probably not a supported configuration; use OUT_PRECISION = 1 (INT16) or 2 (FP16)"
+            )
+
+    @property
+    def proc_precision(self) -> Precision:
+        """The processing precision: INT8/INT16 (integer pipeline) or FP16."""
+        return Precision(self.PROC_PRECISION)
 
     @property
     def out_precision(self) -> Precision:
-        """The final clamp: INT8 or INT16 (§2.5)."""
+        """The output word: INT8, INT16 (§2.5) or FP16."""
         return Precision(self.OUT_PRECISION)
 
     @property

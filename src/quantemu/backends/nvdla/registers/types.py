@@ -14,10 +14,12 @@ from quantemu.errors import InvalidInputError, UnsupportedError
 
 
 class Precision(enum.IntEnum):
-    """Integer precision of a unit (``*_PRECISION``, ``INPUT_DATA*``); FP16 (2) is not emulated."""
+    """Precision of a unit (``*_PRECISION``, ``INPUT_DATA*``); FP16 (2) is emulated in the SDP
+    only (``nvdla-fp16``)."""
 
     INT8 = 0
     INT16 = 1
+    FP16 = 2
 
 
 class AluAlgo(enum.IntEnum):
@@ -58,9 +60,10 @@ class PoolingMethod(enum.IntEnum):
     MIN = 2
 
 
-def precision(unit: str, name: str, value: int) -> Precision:
-    """Decode a 2-bit precision field: FP16 is unsupported, 3 is reserved."""
-    if value == 2:
+def precision(unit: str, name: str, value: int, *, fp16: bool = False) -> Precision:
+    """Decode a 2-bit precision field: FP16 only where the unit emulates it (``fp16``), 3 is
+    reserved."""
+    if value == 2 and not fp16:
         raise UnsupportedError(
             f"{unit}: {name} = 2 selects FP16, which quantemu does not emulate (the conformance "
             "vectors cover INT8 and INT16 only); use 0 (INT8) or 1 (INT16)"
