@@ -3,7 +3,7 @@
     python tools/sync_vectors.py            # rewrite src/quantemu/conformance/vectors/
     python tools/sync_vectors.py --check    # exit 1 when the copy differs from the source
 
-Every ``<source>/<backend>/*.jsonl`` becomes
+Every ``<source>/<folder>/*.jsonl`` (or ``*.jsonl.gz``, as ``nvdla-fp16/`` ships) becomes
 ``vectors/<backend>/<name>.jsonl.gz``, and so does every ``*.jsonl.gz`` of the folders in
 ``GENERATED`` (vectors this project records from a vendor's own library with a ``tools/``
 generator, such as oneDNN's RNN primitive), plus a generated ``vectors/README.md`` that records
@@ -70,9 +70,12 @@ def _read(path: Path) -> bytes:
 
 
 def source_files(source: Path) -> dict[str, bytes]:
-    """The original suite: ``"<backend>/<name>.jsonl"`` -> file contents."""
-    # The shared suite's .jsonl.gz folders (nvdla-fp16) join when their backend reproduces them.
-    found = {path.relative_to(source).as_posix(): path for path in source.glob("*/*.jsonl")}
+    """The original suite: ``"<folder>/<name>.jsonl"`` -> file contents (decompressed)."""
+    found = {
+        path.relative_to(source).as_posix().removesuffix(".gz"): path
+        for pattern in ("*/*.jsonl", "*/*.jsonl.gz")
+        for path in source.glob(pattern)
+    }
     return {rel: _read(found[rel]) for rel in sorted(found)}
 
 

@@ -14,3 +14,13 @@ def test_registered_attributes_are_exactly_the_register_fields():
     assert lookup("nvdla", "sdp").attrs == frozenset(SdpRegisters.widths())
     assert len(lookup("nvdla", "sdp").attrs) == 68  # the INT page's 67 and NAN_TO_ZERO (FP16)
     assert lookup("nvdla", "cacc").attrs == {"PROC_PRECISION", "CLIP_TRUNCATE"}
+
+
+def test_the_bundled_fp16_sdp_vectors_all_pass():
+    """NVIDIA's cmod FP16 SDP vectors (shared/conformance/nvdla-fp16), as bundled."""
+    from quantemu.conformance import bundled_files, run_suite  # noqa: PLC0415
+
+    files = [vf for vf in bundled_files() if "nvdla-fp16/" in vf.display]
+    assert files
+    totals = run_suite(files).totals()
+    assert totals.total == 150 and totals.passed == 150
