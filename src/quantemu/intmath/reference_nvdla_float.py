@@ -61,7 +61,7 @@ def mant_rne(value: int, in_width: int, out_width: int) -> tuple[int, bool]:
 
 def fp_add(a: int, b: int, fmt: tuple[int, int]) -> int:
     """``FpAdd<E, M>``: align into ``2M+3`` bits (the smaller operand's bits below them are
-    dropped, not kept sticky), add or subtract, normalize, round half to even."""
+    dropped: the cmod keeps no sticky bit), add or subtract, normalize, round half to even."""
     e, m = fmt
     expo_max = (1 << e) - 1
     more = m + 2
