@@ -148,6 +148,28 @@ void fraction_to_fp17(const uint64_t* frac, uint32_t* out, size_t n) {
   }
 }
 
+void fp17_to_fp16(const uint32_t* x, uint16_t* out, size_t n) {
+  for (size_t i = 0; i < n; ++i) out[i] = (uint16_t)low_bits(Fp17ToFp16(fp17_in(x[i])));
+}
+
+void fp16_max(const uint16_t* a, const uint16_t* b, uint16_t* out, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    out[i] = (uint16_t)low_bits(FpMax<5, 10>(fp16_in(a[i]), fp16_in(b[i])));
+}
+
+void fp16_min(const uint16_t* a, const uint16_t* b, uint16_t* out, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    out[i] = (uint16_t)low_bits(FpMin<5, 10>(fp16_in(a[i]), fp16_in(b[i])));
+}
+
+// FpFractionToFloat<16,6,10>: the CDP LUT's 16-bit interpolation fraction.
+void fraction16_to_fp17(const uint64_t* frac, uint32_t* out, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    ac_int<16, false> f = (Ulong)frac[i];
+    out[i] = (uint32_t)low_bits(FpFractionToFloat<16, Fp17ExpoSize, Fp17MantSize>(f));
+  }
+}
+
 // The widths the wrappers were built with, so Python can check them: yLutRegIdxSize,
 // yLutAddrSize, yLutFracSize.
 void lut_sizes(uint32_t* out) {

@@ -200,6 +200,10 @@ _SIGNATURES = {  # C symbol -> argument types (inputs, outputs, n)
     "fp17_mul": (_U32, _U32, _U32, _N),
     "fp32_to_int_frac": (_U32, _I64, _U32, _U64, _N),
     "fraction_to_fp17": (_U64, _U32, _N),
+    "fp17_to_fp16": (_U32, _U16, _N),
+    "fp16_max": (_U16, _U16, _U16, _N),
+    "fp16_min": (_U16, _U16, _U16, _N),
+    "fraction16_to_fp17": (_U64, _U32, _N),
 }
 
 # (dtype passed to C, lowest accepted value, highest accepted value) per operand kind
@@ -325,9 +329,24 @@ class CmodFp:
         self._lib.fp32_to_int_frac(fa, ra, o_int, o_fra, o_int.size)
         return o_int, o_fra
 
-    def fraction_to_fp17_nvdla(self, frac) -> np.ndarray:
-        """``FpFractionToFloat<35,6,10>``: 35-bit fractions (uint64) -> fp17 patterns."""
+    def fraction_to_fp17_nvdla(self, frac, width: int = LUT_SIZES[2]) -> np.ndarray:
+        """``FpFractionToFloat<width,6,10>``: fractions (uint64) -> fp17 patterns; ``width`` 35
+        (the SDP LUT, yLutFracSize) or 16 (the CDP LUT)."""
+        if width == 16:
+            return self._map("fraction16_to_fp17", ((np.uint64, 0, 0xFFFF),), np.uint32, frac)
         return self._map("fraction_to_fp17", (_FRAC,), np.uint32, frac)
+
+    def fp17_to_fp16_rne_sat_nvdla(self, x) -> np.ndarray:
+        """``Fp17ToFp16``: fp17 patterns -> uint16 fp16 patterns."""
+        return self._map("fp17_to_fp16", (_FP17,), np.uint16, x)
+
+    def fp16_max_nvdla(self, a, b) -> np.ndarray:
+        """``FpMax<5,10>``."""
+        return self._map("fp16_max", (_FP16, _FP16), np.uint16, a, b)
+
+    def fp16_min_nvdla(self, a, b) -> np.ndarray:
+        """``FpMin<5,10>``."""
+        return self._map("fp16_min", (_FP16, _FP16), np.uint16, a, b)
 
 
 def load(path: Path | str) -> CmodFp:

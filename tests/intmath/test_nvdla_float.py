@@ -120,3 +120,19 @@ def test_the_cmod_edge_rules_the_readme_lists():
     assert V.fp32_mul_rne_nvdla(nan, np.uint32(0)) == nan  # NaN x 0: the NaN, sign kept
     half = np.array([0x3800, 0x4100, 0xB800], np.uint16)  # 0.5, 2.5, -0.5
     assert V.fp16_to_int16_round_half_away_sat_nvdla(half).tolist() == [1, 3, -1]
+
+
+def test_the_pdp_and_cdp_primitives_against_their_references():
+    x17 = list(range(1 << 17))
+    _same(V.fp17_to_fp16_rne_sat_nvdla, R.fp17_to_fp16, x17)
+    _same(lambda f: V.fraction_to_fp17_nvdla(f, 16), lambda f: R.fraction_to_fp17(f, 16),
+          list(range(1 << 16)))  # fmt: skip
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 1 << 16, 20000)
+    b = np.where(rng.random(20000) < 0.5, rng.integers(0, 1 << 16, 20000), (a + 1) % 65536)
+    _same(
+        V.fp16_max_nvdla, lambda x, y: R.fp_cmp(x, y, R.FP16, maximum=True), a.tolist(), b.tolist()
+    )
+    _same(
+        V.fp16_min_nvdla, lambda x, y: R.fp_cmp(x, y, R.FP16, maximum=False), a.tolist(), b.tolist()
+    )

@@ -412,3 +412,30 @@ def test_fraction_to_fp17(cmod, frac):
     fn = port("fraction_to_fp17_nvdla")
     x = np.array(frac, dtype=np.uint64)
     assert_same("fraction_to_fp17_nvdla", cmod.fraction_to_fp17_nvdla(x), fn(x), frac=x)
+
+
+# --- the PDP's and CDP's extra primitives --------------------------------------------------------
+
+
+def test_fp17_to_fp16_all_patterns(cmod):
+    fn = port("fp17_to_fp16_rne_sat_nvdla")
+    x = np.arange(1 << 17, dtype=np.uint32)
+    assert_same("fp17_to_fp16_rne_sat_nvdla", cmod.fp17_to_fp16_rne_sat_nvdla(x), fn(x), x=x)
+
+
+def test_fraction16_to_fp17_all_patterns(cmod):
+    fn = port("fraction_to_fp17_nvdla")
+    f = np.arange(1 << 16, dtype=np.uint64)
+    assert_same("fraction_to_fp17_nvdla", cmod.fraction_to_fp17_nvdla(f, 16), fn(f, 16), f=f)
+
+
+@pytest.mark.parametrize("name", ["fp16_max_nvdla", "fp16_min_nvdla"])
+def test_fp16_max_min_against_every_pattern(cmod, name):
+    """Every fp16 word against a fixed sample of words (±0, ±Inf, NaNs, near neighbours)."""
+    fn = port(name)
+    sample = np.array([0x0000, 0x8000, 0x7C00, 0xFC00, 0x7E00, 0xFE01, 0x7BFF, 0x0001, 0x3C00,
+                       0xBC00, 0x3C01], dtype=np.uint16)  # fmt: skip
+    a = np.repeat(ALL_FP16, sample.size)
+    b = np.tile(sample, ALL_FP16.size)
+    for x, y in ((a, b), (b, a)):
+        assert_same(name, getattr(cmod, name)(x, y), fn(x, y), a=x, b=y)

@@ -34,11 +34,14 @@ from quantemu.intmath.reference_nvdla_float import (
 )
 
 __all__ = [
+    "fp16_max_nvdla",
+    "fp16_min_nvdla",
     "fp16_to_fp17_nvdla",
     "fp16_to_fp32_nvdla",
     "fp16_to_int16_round_half_away_sat_nvdla",
     "fp17_add_rne_nvdla",
     "fp17_mul_rne_nvdla",
+    "fp17_to_fp16_rne_sat_nvdla",
     "fp17_to_fp32_nvdla",
     "fp32_add_rne_nvdla",
     "fp32_eql_nvdla",
@@ -198,15 +201,15 @@ def fp17_mul_rne_nvdla(a, b) -> np.ndarray:
     return _fp_mul(a, b, FP17).astype(np.uint32)
 
 
-def _fp_cmp(a, b, *, maximum: bool):
-    (a_s, a_e, a_m), (b_s, b_e, b_m) = _split(a, FP32), _split(b, FP32)
+def _fp_cmp(a, b, *, maximum: bool, fmt=FP32):
+    (a_s, a_e, a_m), (b_s, b_e, b_m) = _split(a, fmt), _split(b, fmt)
     abs_greater = (a_e > b_e) | ((a_e == b_e) & (a_m > b_m))
     a_greater = np.where(a_s == 0, np.where(b_s == 0, abs_greater, True),
                          np.where(b_s == 0, False, ~abs_greater))  # fmt: skip
     a64, b64 = np.asarray(a).astype(_I), np.asarray(b).astype(_I)
     out = np.where(a_greater, a64, b64) if maximum else np.where(a_greater, b64, a64)
-    out = np.where(_nan(a_e, a_m, FP32), a64, np.where(_nan(b_e, b_m, FP32), b64, out))
-    return out.astype(np.uint32)
+    out = np.where(_nan(a_e, a_m, fmt), a64, np.where(_nan(b_e, b_m, fmt), b64, out))
+    return out.astype(np.uint32 if fmt == FP32 else np.uint16)
 
 
 def fp32_max_nvdla(a, b) -> np.ndarray:
@@ -217,6 +220,16 @@ def fp32_max_nvdla(a, b) -> np.ndarray:
 def fp32_min_nvdla(a, b) -> np.ndarray:
     """cmod ``FpMin<8,23>``."""
     return _fp_cmp(a, b, maximum=False)
+
+
+def fp16_max_nvdla(a, b) -> np.ndarray:
+    """cmod ``FpMax<5,10>`` of fp16 words (the PDP's max pooling)."""
+    return _fp_cmp(a, b, maximum=True, fmt=FP16)
+
+
+def fp16_min_nvdla(a, b) -> np.ndarray:
+    """cmod ``FpMin<5,10>`` of fp16 words."""
+    return _fp_cmp(a, b, maximum=False, fmt=FP16)
 
 
 def fp32_eql_nvdla(a, b) -> np.ndarray:
@@ -304,6 +317,29 @@ def fp17_to_fp32_nvdla(x) -> np.ndarray:
     return _width_inc(x, FP17, FP32, denorm=False).astype(np.uint32)
 
 
+def fp17_to_fp16_rne_sat_nvdla(x) -> np.ndarray:
+    """cmod ``Fp17ToFp16`` (``FpExpoWidthDec<6,5,10>``): the mantissa kept, fp16 denormals by a
+    right shift rounded half to even, saturating at ±65504, a NaN's mantissa kept.
+
+    >>> [hex(v) for v in fp17_to_fp16_rne_sat_nvdla(np.array([0x7C00, 0x1FBFF, 0x4001], np.uint32))]
+    ['0x3c00', '0xfbff', '0x200']
+    """
+    s, e, mnt = _split(x, FP17)
+    m, delta, o_max = 10, 16, 31
+    shift = np.clip(delta - e + 1, 1, m + 1)
+    p1 = mnt | (1 << m)
+    guard = (p1 >> (shift - 1)) & 1
+    sticky = (p1 & ((np.int64(1) << (shift - 1)) - 1)) != 0
+    least = (p1 >> shift) & 1  # the (m+1)-bit type holds bit m; a shift of m+1 reads 0
+    carry = guard & (sticky | (least == 1)).astype(_I)
+    total = ((p1 >> shift) & ((1 << (m + 1)) - 1)) + carry
+    sub = _join(s, (total >> m) & 1, total & ((1 << m) - 1), FP16)
+    out = np.where(e <= delta, sub, _join(s, e - delta, mnt, FP16))
+    out = np.where(e < delta - m, _join(s, 0, 0, FP16), out)
+    out = np.where(e >= o_max + delta, _inf(s, FP16), out)
+    return np.where(_nan(e, mnt, FP17), _join(s, o_max, mnt, FP16), out).astype(np.uint16)
+
+
 def fp32_to_fp16_rne_sat_nvdla(f) -> np.ndarray:
     """cmod ``Fp32ToFp16``: round half to even (denormals included), saturating at ±65504
     (also for ±Inf), fp32 denormals to ±0, NaN keeps its low 10 mantissa bits.
@@ -374,13 +410,13 @@ def fp32_to_int_frac_nvdla(f, rshift) -> tuple[np.ndarray, np.ndarray]:
     return np.where(nan, 0, integer).astype(np.uint32), np.where(nan, 0, frac).astype(np.uint64)
 
 
-def fraction_to_fp17_nvdla(frac) -> np.ndarray:
-    """cmod ``FpFractionToFloat<35,6,10>``: the 35-bit fraction ``0.f`` as fp17, round half to
-    even (the LUT's interpolation weights); 0 gives +0."""
+def fraction_to_fp17_nvdla(frac, width: int = LUT_FRAC_BITS) -> np.ndarray:
+    """cmod ``FpFractionToFloat<width,6,10>``: the ``width``-bit fraction ``0.f`` as fp17, round
+    half to even (the SDP LUT's interpolation weights: 35 bits; the CDP's: 16); 0 gives +0."""
     frac = np.asarray(frac).astype(_I)
-    zeros = LUT_FRAC_BITS - _bit_length(frac)
-    shifted = (frac << np.clip(zeros + 1, 0, 62)) & ((1 << (LUT_FRAC_BITS + 1)) - 1)
-    o_p1, overflow = _mant_rne(shifted, LUT_FRAC_BITS + 1, 11)
+    zeros = width - _bit_length(frac)
+    shifted = (frac << np.clip(zeros + 1, 0, 62)) & ((1 << (width + 1)) - 1)
+    o_p1, overflow = _mant_rne(shifted, width + 1, 11)
     bias = 31
     rounded_up = _join(0, bias - zeros, o_p1 >> 1, FP17)
     plain = np.where(bias <= zeros + 1, 0, _join(0, bias - zeros - 1, o_p1, FP17))

@@ -255,6 +255,31 @@ def width_dec(bits: int, src: tuple[int, int], dst: tuple[int, int], *, denorm: 
     return out
 
 
+def expo_width_dec(bits: int, src: tuple[int, int], dst: tuple[int, int]) -> int:
+    """``FpExpoWidthDec`` (same mantissa width): the largest value above the range, zero below
+    the denormals, denormals by ``FpMantDecShiftRight`` (round half to even), a NaN's mantissa
+    kept."""
+    (ie, m), (oe, _) = src, dst
+    o_max = (1 << oe) - 1
+    delta = ((1 << ie) // 2 - 1) - ((1 << oe) // 2 - 1)
+    s, e, mnt = split(bits, src)
+    if is_nan(e, mnt, src):
+        return join(s, o_max, mnt, dst)
+    if e >= o_max + delta:
+        return _inf(s, dst)
+    if e < delta - m:
+        return join(s, 0, 0, dst)
+    if e <= delta:
+        o_m, overflow = _mant_dec_shift_right(mnt, delta - e + 1, m, m)
+        return join(s, 1 if overflow else 0, o_m, dst)
+    return join(s, e - delta, mnt, dst)
+
+
+def fp17_to_fp16(x: int) -> int:
+    """``Fp17ToFp16``."""
+    return expo_width_dec(x, FP17, FP16)
+
+
 def fp16_to_fp32(h: int) -> int:
     """``Fp16ToFp32``."""
     return width_inc(h, FP16, FP32, denorm=True)
@@ -334,15 +359,15 @@ def fp32_to_int_frac(f: int, rshift: int) -> tuple[int, int]:
     return min(integer, (1 << LUT_ADDR_BITS) - 1), frac & ((1 << LUT_FRAC_BITS) - 1)
 
 
-def fraction_to_fp17(frac: int) -> int:
-    """``FpFractionToFloat<35, 6, 10>``: a 35-bit fraction (``0.f``) as fp17, round half to
-    even; 0 gives +0."""
+def fraction_to_fp17(frac: int, width: int = LUT_FRAC_BITS) -> int:
+    """``FpFractionToFloat<width, 6, 10>``: a ``width``-bit fraction (``0.f``) as fp17, round
+    half to even; 0 gives +0 (the SDP's LUT: 35 bits; the CDP's: 16)."""
     bias = 31
     if frac == 0:
         return 0
-    zeros = leading_zeros(frac, LUT_FRAC_BITS)
-    shifted = (frac << (zeros + 1)) & ((1 << (LUT_FRAC_BITS + 1)) - 1)
-    o_p1, overflow = mant_rne(shifted, LUT_FRAC_BITS + 1, 11)
+    zeros = leading_zeros(frac, width)
+    shifted = (frac << (zeros + 1)) & ((1 << (width + 1)) - 1)
+    o_p1, overflow = mant_rne(shifted, width + 1, 11)
     if overflow:
         return join(0, bias - zeros, o_p1 >> 1, FP17)
     if bias <= zeros + 1:
