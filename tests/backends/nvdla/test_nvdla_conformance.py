@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from quantemu.backends.nvdla import SdpRegisters
 from quantemu.backends.registry import lookup
+from quantemu.conformance import bundled_files, run_suite
 
 
 def test_registered_attributes_are_exactly_the_register_fields():
@@ -18,8 +19,6 @@ def test_registered_attributes_are_exactly_the_register_fields():
 
 def test_the_bundled_fp16_sdp_vectors_all_pass():
     """NVIDIA's cmod FP16 SDP vectors (shared/conformance/nvdla-fp16), as bundled."""
-    from quantemu.conformance import bundled_files, run_suite  # noqa: PLC0415
-
     files = [vf for vf in bundled_files() if "nvdla-fp16/" in vf.display]
     assert files
     totals = run_suite(files).totals()
