@@ -193,6 +193,12 @@ def sdp(
                 "LUT_LE_HIT": int(np.count_nonzero(out.le_kind == HIT)),
                 "LUT_LO_HIT": int(np.count_nonzero(out.lo_kind == HIT)),
             }
+    return SdpResult(**_int_output(v, regs), **counts)
+
+
+def _int_output(v: np.ndarray, regs: SdpRegisters) -> dict:
+    """The output converter and final word of the integer pipeline (§2.5, §2.6), with FP16
+    output through ``Int17ToFp16``: :class:`SdpResult`'s fields but the LUT counters."""
     c = regs.output_converter()
     # (int32 - int32) * int16: |.| <= 2^32 * 2^15 = 2^47; the 17-bit step carries the flag,
     # the final clamp to the output precision is never counted (§2.5).
@@ -208,15 +214,14 @@ def sdp(
         y = wrap(v, 16)
         unequal, clamped = int(np.any(y != 0)), 0
     y = np.asarray(y, dtype=np.int16)
-    return SdpResult(
-        y=y,
-        OUT_SATURATION=saturated_fp16(y) if fp16_out else int(np.count_nonzero(flag)),
-        STATUS_UNEQUAL=unequal,
-        final_clamped=clamped,
-        STATUS_NAN_OUTPUT_NUM=nan_outputs(y) if fp16_out else 0,
-        fp16=fp16_out,
-        **counts,
-    )
+    return {
+        "y": y,
+        "OUT_SATURATION": saturated_fp16(y) if fp16_out else int(np.count_nonzero(flag)),
+        "STATUS_UNEQUAL": unequal,
+        "final_clamped": clamped,
+        "STATUS_NAN_OUTPUT_NUM": nan_outputs(y) if fp16_out else 0,
+        "fp16": fp16_out,
+    }
 
 
 def _fp16_words(a, name: str, shape=None) -> np.ndarray:
