@@ -26,9 +26,23 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SOURCE = ROOT / ".." / "shared" / "conformance"
 DEFAULT_DEST = ROOT / "src" / "quantemu" / "conformance" / "vectors"
 README = "README.md"
-#: Project-generated vectors bundled beside the shared suite: backend -> (folder, generator).
+#: Project-generated vectors bundled beside the shared suite: bundle folder (a backend, or an
+#: extension of one such as ``nvdla-fp16``) -> [(folder, generator), ...]. File names must not
+#: repeat within a bundle folder nor shadow the shared suite's.
 GENERATED = {
-    "onednn": (ROOT / "tests" / "data" / "onednn_rnn", "tools/make_onednn_rnn_vectors.py --seed 0"),
+    "onednn": [
+        (ROOT / "tests" / "data" / "onednn_rnn", "tools/make_onednn_rnn_vectors.py --seed 0"),
+    ],
+    "nvdla-fp16": [
+        (
+            ROOT / "tests" / "data" / "nvdla_pdp_fp16",
+            "tools/make_nvdla_pdp_fp16_vectors.py --seed 0",
+        ),
+        (
+            ROOT / "tests" / "data" / "nvdla_cdp_fp16",
+            "tools/make_nvdla_cdp_fp16_vectors.py --seed 0 --cases 84",
+        ),
+    ],
 }
 
 _README_HEAD = """\
@@ -79,12 +93,21 @@ def source_files(source: Path) -> dict[str, bytes]:
     return {rel: _read(found[rel]) for rel in sorted(found)}
 
 
-def generated_files(generated: dict[str, tuple[Path, str]]) -> dict[str, tuple[bytes, str]]:
+def generated_pairs(entry) -> list[tuple[Path, str]]:
+    """A :data:`GENERATED` value as a list of (folder, generator); one bare pair is accepted."""
+    return [entry] if len(entry) == 2 and isinstance(entry[0], Path) else list(entry)
+
+
+def generated_files(generated: dict) -> dict[str, tuple[bytes, str]]:
     """The project-generated vectors: ``"<backend>/<name>.jsonl"`` -> (contents, generator)."""
     out = {}
-    for backend, (folder, tool) in sorted(generated.items()):
-        for path in sorted(folder.glob("*.jsonl.gz")):
-            out[f"{backend}/{path.name.removesuffix('.gz')}"] = (_read(path), tool)
+    for backend, entry in sorted(generated.items()):
+        for folder, tool in generated_pairs(entry):
+            for path in sorted(folder.glob("*.jsonl.gz")):
+                rel = f"{backend}/{path.name.removesuffix('.gz')}"
+                if rel in out:
+                    raise SystemExit(f"sync_vectors: two generated folders give {rel}")
+                out[rel] = (_read(path), tool)
     return out
 
 
@@ -93,7 +116,7 @@ def _row(rel: str, data: bytes, origin: str = "") -> str:
     return f"| `{rel}.gz` | {cases} | `{hashlib.sha256(data).hexdigest()}` |{origin}\n"
 
 
-def build(source: Path, generated: dict[str, tuple[Path, str]] | None = None) -> dict[str, bytes]:
+def build(source: Path, generated: dict | None = None) -> dict[str, bytes]:
     """The bundled copy that ``source`` and ``generated`` (default :data:`GENERATED`) yield:
     relative path -> bytes, README included."""
     originals = source_files(source)

@@ -36,10 +36,12 @@ def test_bundled_copy_equals_the_shared_suite_and_the_generated_vectors():
     assert "nvdla-fp16/sdp_fp16.jsonl" in originals
     generated = {
         f"{backend}/{p.name.removesuffix('.gz')}": p
-        for backend, (folder, _) in load_tool().GENERATED.items()
+        for backend, entry in load_tool().GENERATED.items()
+        for folder, _ in load_tool().generated_pairs(entry)
         for p in folder.glob("*.jsonl.gz")
     }
     assert {"onednn/lstm.jsonl", "onednn/gru.jsonl"} <= set(generated)
+    assert {"nvdla-fp16/pdp_avg.jsonl", "nvdla-fp16/pdp_min.jsonl"} <= set(generated)
     bundled = {vf.display.removeprefix(BUNDLED_PREFIX): vf for vf in bundled_files()}
     assert sorted(bundled) == sorted(rel + ".gz" for rel in {**originals, **generated})
     for rel, path in originals.items():
@@ -126,9 +128,26 @@ def test_generated_vectors_join_the_bundle_and_may_not_shadow_shared_ones(tmp_pa
     folder = tmp_path / "gen"
     folder.mkdir()
     (folder / "y.jsonl.gz").write_bytes(gzip.compress(b'{"id": 2}\n'))
-    built = tool.build(source, {"a": (folder, "tools/gen.py")})
+    built = tool.build(source, {"a": [(folder, "tools/gen.py")]})
     assert gzip.decompress(built["a/y.jsonl.gz"]) == b'{"id": 2}\n'
+    assert tool.build(source, {"a": (folder, "tools/gen.py")}) == built  # one bare pair
     assert "`tools/gen.py`" in built["README.md"].decode()
     (folder / "x.jsonl.gz").write_bytes(gzip.compress(b"{}\n"))
     with pytest.raises(SystemExit, match="shadow"):
         tool.build(source, {"a": (folder, "tools/gen.py")})
+
+
+def test_a_bundle_folder_may_gather_several_generated_folders(tmp_path):
+    tool = load_tool()
+    source = write_source(tmp_path / "src", {"a/x.jsonl": '{"id": 1}\n'})
+    one, two = tmp_path / "one", tmp_path / "two"
+    for folder, name in ((one, "p.jsonl.gz"), (two, "q.jsonl.gz")):
+        folder.mkdir()
+        (folder / name).write_bytes(gzip.compress(b"{}\n"))
+    built = tool.build(source, {"a-ext": [(one, "tools/one.py"), (two, "tools/two.py")]})
+    assert {"a-ext/p.jsonl.gz", "a-ext/q.jsonl.gz"} <= set(built)
+    readme = built["README.md"].decode()
+    assert "`tools/one.py`" in readme and "`tools/two.py`" in readme
+    (two / "p.jsonl.gz").write_bytes(gzip.compress(b"{}\n"))
+    with pytest.raises(SystemExit, match="two generated folders"):
+        tool.build(source, {"a-ext": [(one, "tools/one.py"), (two, "tools/two.py")]})

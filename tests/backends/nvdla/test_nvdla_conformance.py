@@ -19,7 +19,7 @@ def test_registered_attributes_are_exactly_the_register_fields():
 
 def test_the_bundled_fp16_sdp_vectors_all_pass():
     """NVIDIA's cmod FP16 SDP vectors (shared/conformance/nvdla-fp16), as bundled."""
-    files = [vf for vf in bundled_files() if "nvdla-fp16/" in vf.display]
+    files = [vf for vf in bundled_files() if "nvdla-fp16/sdp_fp16" in vf.display]
     assert files
     totals = run_suite(files).totals()
     assert totals.total == 150 and totals.passed == 150

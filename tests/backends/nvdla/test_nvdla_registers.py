@@ -75,8 +75,6 @@ def test_blocks_are_frozen():
 @pytest.mark.parametrize(
     ("block", "name"),
     [
-        (CdpRegisters, "INPUT_DATA_TYPE"),
-        (PdpRegisters, "INPUT_DATA"),
         (CaccRegisters, "PROC_PRECISION"),
         (CdmaCvtRegisters, "PROC_PRECISION"),
     ],

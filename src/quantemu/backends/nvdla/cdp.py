@@ -55,8 +55,8 @@ def _check_input(x, regs: CdpRegisters, func: str) -> np.ndarray:
     return a
 
 
-def _counts(kind: np.ndarray, le_kind: np.ndarray, lo_kind: np.ndarray) -> dict[str, int]:
-    """The CDP counters count selection cases (§3.3), unlike the SDP's."""
+def lut_counts(le_kind: np.ndarray, lo_kind: np.ndarray) -> dict[str, int]:
+    """The CDP counters count selection cases (§3.3), unlike the SDP's (FP16 as well)."""
     one_hit = (le_kind == HIT) != (lo_kind == HIT)
     both_u = (le_kind == UFLOW) & (lo_kind == UFLOW)
     both_o = (le_kind == OFLOW) & (lo_kind == OFLOW)
@@ -74,7 +74,12 @@ def cdp_window(x, regs: CdpRegisters, lut_le, lut_lo, *, axis: int = -1) -> CdpR
 
     ``x`` has ``C + 8`` channels along ``axis``; output channel ``i`` is centred on input channel
     ``i + 4``, so the result has ``C`` channels there. Any other axes are independent pixels.
+    ``INPUT_DATA_TYPE = FP16`` runs :func:`.cdp_fp16.cdp_window_fp16` (fp16 data and tables).
     """
+    if regs.input_type is Precision.FP16:
+        from quantemu.backends.nvdla.cdp_fp16 import cdp_window_fp16  # noqa: PLC0415 (cycle)
+
+        return cdp_window_fp16(x, regs, lut_le, lut_lo, axis=axis)
     xa = np.moveaxis(_check_input(x, regs, "cdp"), axis, -1)
     if xa.ndim == 0 or xa.shape[-1] <= 2 * HALO:
         raise InvalidInputError(
@@ -102,7 +107,7 @@ def cdp_window(x, regs: CdpRegisters, lut_le, lut_lo, *, axis: int = -1) -> CdpR
     return CdpResult(
         y=np.moveaxis(np.asarray(y, dtype=np.int8 if int8 else np.int16), -1, axis),
         OUT_SATURATION=int(np.count_nonzero(flag)),
-        **_counts(out.kind, out.le_kind, out.lo_kind),
+        **lut_counts(out.le_kind, out.lo_kind),
     )
 
 
@@ -117,6 +122,8 @@ def edge_fill(regs: CdpRegisters) -> int:
     >>> edge_fill(CdpRegisters(INPUT_DATA_TYPE=1, DATIN_OFFSET=0x0305))
     1285
     """
+    if regs.input_type is Precision.FP16:
+        return 0  # +0: the cmod forces the offset to 0 in FP16
     b = regs.DATIN_OFFSET & 0xFF
     if regs.input_type is Precision.INT8:
         return b - 256 if b >= 128 else b
@@ -129,8 +136,13 @@ def cdp(x, regs: CdpRegisters, lut_le, lut_lo, *, axis: int = 0) -> CdpResult:
 
     Channels beyond ``[0, C)`` hold :func:`edge_fill`; this fill is read from the cmod and is
     not covered by the conformance vectors (§7). Counters count the real channels only (the
-    hardware also processes the padding lanes of its last atom, §7).
+    hardware also processes the padding lanes of its last atom, §7). FP16 runs
+    :func:`.cdp_fp16.cdp_fp16` (edges +0).
     """
+    if regs.input_type is Precision.FP16:
+        from quantemu.backends.nvdla.cdp_fp16 import cdp_fp16  # noqa: PLC0415 (cycle)
+
+        return cdp_fp16(x, regs, lut_le, lut_lo, axis=axis)
     xa = np.moveaxis(_check_input(x, regs, "cdp"), axis, -1)
     pad = [(0, 0)] * (xa.ndim - 1) + [(HALO, HALO)]
     padded = np.pad(xa, pad, constant_values=edge_fill(regs))

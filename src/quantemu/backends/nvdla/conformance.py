@@ -72,7 +72,9 @@ def cdp_case(inputs: Mapping[str, np.ndarray], attrs: Mapping[str, Any]) -> dict
 
 def _pdp_case(fn, op: str, inputs: Mapping[str, np.ndarray], attrs: Mapping[str, Any]) -> dict:
     _no_extra_inputs(inputs, {"X"}, op)
-    return {"Y": fn(_input(inputs, "X", op), PdpRegisters.from_fields(attrs, complete=True))}
+    # FLYING_MODE and NAN_TO_ZERO matter in FP16 only; the INT page's cases, without them, mean 0.
+    regs = PdpRegisters.from_fields({"FLYING_MODE": 0, "NAN_TO_ZERO": 0, **attrs}, complete=True)
+    return {"Y": fn(_input(inputs, "X", op), regs)}
 
 
 _PDP_ATTRS = frozenset(PdpRegisters.widths())

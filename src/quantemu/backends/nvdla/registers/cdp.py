@@ -77,11 +77,11 @@ class CdpRegisters(RegisterBlock):
     LUT_LO_SLOPE_OFLOW_SHIFT: int = field(5)
 
     def _check(self) -> None:
-        precision(self.UNIT, "INPUT_DATA_TYPE", self.INPUT_DATA_TYPE)
+        precision(self.UNIT, "INPUT_DATA_TYPE", self.INPUT_DATA_TYPE, fp16=True)
 
     @property
     def input_type(self) -> Precision:
-        """INT8 or INT16: the input and output data type."""
+        """INT8, INT16 or FP16 (``cdp_fp16``): the input and output data type."""
         return Precision(self.INPUT_DATA_TYPE)
 
     @property

@@ -17,7 +17,8 @@ _PAD_SIGN_BIT = {
 
 @dataclass(frozen=True)
 class PdpRegisters(RegisterBlock):
-    """PDP fields, ``conformance/nvdla.md`` §4.1 (split-width mode and FP16 not emulated)."""
+    """PDP fields, ``conformance/nvdla.md`` §4.1 (split-width mode not emulated); FP16 input
+    (``INPUT_DATA = 2``) pools as NVIDIA's C model does (``pdp_fp16.py``)."""
 
     UNIT = "PdpRegisters"
 
@@ -47,9 +48,13 @@ class PdpRegisters(RegisterBlock):
     PAD_VALUE_7X: int = field(19)
     RECIP_KERNEL_WIDTH: int = field(17, 1 << 16)
     RECIP_KERNEL_HEIGHT: int = field(17, 1 << 16)
+    # D_OPERATION_MODE_CFG.FLYING_MODE (0 ON: X from the SDP, 1 OFF: X read from memory) and
+    # D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO: in FP16, NaN inputs become +0 when both are 1 (cmod).
+    FLYING_MODE: int = field(1)
+    NAN_TO_ZERO: int = field(1)
 
     def _check(self) -> None:
-        precision(self.UNIT, "INPUT_DATA", self.INPUT_DATA)
+        precision(self.UNIT, "INPUT_DATA", self.INPUT_DATA, fp16=True)
         if self.POOLING_METHOD == 3:
             raise InvalidInputError(
                 f"{self.UNIT}: POOLING_METHOD = 3 is reserved; use 0 (AVERAGE), 1 (MAX) or 2 (MIN)"
@@ -109,7 +114,7 @@ class PdpRegisters(RegisterBlock):
 
     @property
     def input_type(self) -> Precision:
-        """INT8 or INT16 (input and output)."""
+        """INT8, INT16 or FP16 (input and output)."""
         return Precision(self.INPUT_DATA)
 
     @property
@@ -142,6 +147,11 @@ class PdpRegisters(RegisterBlock):
         and the result wraps to the accumulator width (16 bits for INT8, 32 for INT16), §4.2.
         """
         t = self.input_type
+        if t is Precision.FP16:
+            raise InvalidInputError(
+                f"{self.UNIT}: INPUT_DATA = FP16: PAD_VALUE_<n>X are fp17 bit patterns there; "
+                "use pad_values_fp17()"
+            )
         acc_bits = 16 if t is Precision.INT8 else 32
         out = [0]
         for n in range(1, 8):
@@ -149,3 +159,8 @@ class PdpRegisters(RegisterBlock):
             v = raw | ~((1 << (b + 1)) - 1) if raw >> b & 1 else raw
             out.append(sx(v, acc_bits))
         return tuple(out)
+
+    def pad_values_fp17(self) -> tuple[int, ...]:
+        """FP16 mode: ``PAD_VALUE_<n>X`` for n = 1..7 as the fp17 words the cmod adds (the low
+        17 bits of each 19-bit field, passed through unconverted)."""
+        return tuple(getattr(self, f"PAD_VALUE_{n}X") & 0x1FFFF for n in range(1, 8))
