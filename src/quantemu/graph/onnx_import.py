@@ -34,6 +34,7 @@ from quantemu.graph.onnx_shape_fold import rewrite_raw
 from quantemu.graph.ops.unsupported import UNSUPPORTED, unsupported_error
 from quantemu.graph.qdq import DEQUANTIZE, QUANTIZE, drop_qdq_pairs, remove_qdq
 from quantemu.graph.shapes import infer_node
+from quantemu.graph.zero_states import drop_zero_states
 
 __all__ = ["MAX_OPSET", "MIN_OPSET", "load_onnx"]
 
@@ -139,6 +140,7 @@ def _build(model, where: str, name: str | None, strict: bool) -> Graph:
     if not outputs:
         raise InvalidInputError("the graph declares no outputs")
     nodes = _toposort(nodes, {t.name for t in inputs} | set(consts), outputs)
+    nodes = drop_zero_states(nodes, outputs)  # PyTorch's run-time zero h0/c0 of LSTM/GRU
     carried = any(p.key == "quantemu.ranges" for p in model.metadata_props)
     if carried and any(n.op_type in (QUANTIZE, DEQUANTIZE) for n in nodes):
         # quantemu's own export: its exact ranges are the property; the Q/DQ pairs written for
