@@ -11,7 +11,8 @@
   quantization (``q_d``); stacked layers share the states' qparams, so their codes pass as they
   are. Constant initial states are quantized the way the primitive quantizes f32 ``src_iter``.
 - Output ``Y`` (T, D, N, H): the primitive's ``dst_layer`` codes, directions side by side
-  (``bidirectional_concat``). A node whose ``Y_h``/``Y_c`` is read is not lowered.
+  (``bidirectional_concat``). A node whose ``Y_h``/``Y_c`` is read is refused by the framework
+  (one output per layer).
 - Not lowered (float fallback or an error): GRU ``linear_before_reset = 1`` (oneDNN 3.2.0 has no
   int8 LBR-GRU), run-time initial states, initial states that differ across the batch.
 """
