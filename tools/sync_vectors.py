@@ -42,6 +42,10 @@ GENERATED = {
             ROOT / "tests" / "data" / "nvdla_cdp_fp16",
             "tools/make_nvdla_cdp_fp16_vectors.py --seed 0 --cases 84",
         ),
+        (
+            ROOT / "tests" / "data" / "nvdla_conv_fp16",
+            "tools/make_nvdla_conv_fp16_vectors.py --seed 0",
+        ),
     ],
 }
 

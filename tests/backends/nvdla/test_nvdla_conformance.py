@@ -23,3 +23,13 @@ def test_the_bundled_fp16_sdp_vectors_all_pass():
     assert files
     totals = run_suite(files).totals()
     assert totals.total == 150 and totals.passed == 150
+
+
+def test_every_bundled_fp16_vector_passes():
+    """The whole nvdla-fp16 folder: the shared SDP vectors and the project's cmod-generated
+    PDP, CDP and convolution ones."""
+    files = [vf for vf in bundled_files() if "nvdla-fp16/" in vf.display]
+    names = {vf.display.rsplit("/", 1)[1] for vf in files}
+    assert {"sdp_fp16.jsonl.gz", "pdp_avg.jsonl.gz", "cdp.jsonl.gz", "conv_fp16.jsonl.gz"} <= names
+    totals = run_suite(files).totals()
+    assert totals.total > 400 and totals.passed == totals.total

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from quantemu.backends.nvdla.cacc import cacc
+from quantemu.backends.nvdla.cc_fp16 import CONV_ATTRS, conv_fp16_attrs
 from quantemu.backends.nvdla.cdp import cdp_window
 from quantemu.backends.nvdla.pdp import pdp_avg, pdp_max, pdp_min
 from quantemu.backends.nvdla.registers import (
@@ -104,3 +105,11 @@ def cacc_case(inputs: Mapping[str, np.ndarray], attrs: Mapping[str, Any]) -> dic
     _no_extra_inputs(inputs, {"P"}, "cacc")
     r = cacc(_input(inputs, "P", "cacc"), CaccRegisters.from_fields(attrs, complete=True))
     return {"Y": r.y, "SAT_COUNT": r.SAT_COUNT}
+
+
+@register("nvdla", "conv_fp16", attrs=frozenset(CONV_ATTRS))
+def conv_fp16_case(inputs: Mapping[str, np.ndarray], attrs: Mapping[str, Any]) -> dict:
+    """Direct convolution in FP16 through CMAC and CACC: the fp32 words sent to the SDP."""
+    _no_extra_inputs(inputs, {"X", "W"}, "conv_fp16")
+    x, w = _input(inputs, "X", "conv_fp16"), _input(inputs, "W", "conv_fp16")
+    return {"Y": conv_fp16_attrs(x, w, attrs)}

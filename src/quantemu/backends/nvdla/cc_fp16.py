@@ -1,0 +1,351 @@
+"""Direct convolution in FP16 through CMAC and CACC, as NVIDIA's C model computes it.
+
+nvdla/hw ``nvdlav1`` @ ``8e06b1b9`` (see ``FP16_CONV_NOTES.md`` §1 for the line references):
+
+1. **CMAC atomic op** (``NvdlaMacCell::calculation_fp16``, ``cmac/NV_NVDLA_cmac.h`` 301-835), 64
+   channels of one input position times 64 channels of one kernel tap:
+
+   - a NaN weight (lowest channel first), else a NaN datum, gives the 44-bit word
+     ``0x3f << 38 | sign << 37 | payload << 27`` (masks ignored: NaN * 0 is NaN);
+   - a channel takes part only if its datum **and** its weight are not +-0 (CSC's masks);
+   - ``coarse = (e_d >> 2) + (e_w >> 2)`` (exponent fields; 31 is ordinary, Inf is 65536), the
+     block exponent is the largest ``coarse``; mantissas ``((e != 0) << 10 | frac) << (e & 3)``
+     (subnormals: ``<< 1``);
+   - each product is the cmod's radix-4 Booth multiplier with its carry-save tree, the two
+     carry-save vectors each shifted right by ``4 * (max - coarse)`` (:func:`booth_fp16`, ported
+     as written: there is no closed form), 0 for a shift of 32 or more;
+   - the products are summed exactly: ``E = 4 * max`` (6 bits) and a 38-bit mantissa ``M``,
+     value ``M * 2^(E - 50)``.
+
+2. **CACC** (``cacc/NV_NVDLA_cacc.cpp`` 1243-1627): ``acc = add(0, P_first)``, then
+   ``acc = add(acc, P)`` for the other atomic ops, channel group (64 channels) outer, kernel taps
+   inner in row-major order. The accumulator is an "fp48": 8-bit exponent ``A`` and a 40-bit
+   normalised two's-complement mantissa ``m``, value ``m * 2^(A - 101)``, ``A = 255`` NaN
+   (:func:`cacc_add_fp16`: alignment without sticky past 40 bits, shifted-out bits shifted back
+   in on normalisation, rounding half away from zero). The output is
+   :func:`cacc_fp48_to_fp32`: the fp32 word CACC sends to the SDP (guard-bit rounding, NaN
+   payload in bits 9..0; no clipping or saturation in FP16).
+
+Padded positions carry ``pad_value`` (raw fp16 word) in every channel of the group; channels past
+C are 0 in data and weights. :mod:`.reference_cc_fp16` is the scalar twin this module is tested
+against with ``==``; ``tests/data/nvdla_conv_fp16`` holds vectors recorded from the cmod itself.
+Not modelled: Winograd, image input, batches.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from quantemu.errors import InvalidInputError
+
+_I = np.int64
+_M32 = 0xFFFFFFFF
+_M38 = (1 << 38) - 1
+_M40 = (1 << 40) - 1
+CHANNELS = 64  # PARALLEL_CHANNEL_NUM: fp16 channels per atomic op
+_CHUNK = 1 << 18  # elements (kernels * pixels * channels) per vectorised CMAC block
+#: sign_comp of cal_fp16_booth by shift / 4 (shifts 0..28)
+_SIGN_COMP = np.array(
+    [
+        0xAAAB0000,
+        0xFAAAB000,
+        0xFFAAAB00,
+        0xFFFAAAB0,
+        0xFFFFAAAB,
+        0xFFFFFAAB,
+        0xFFFFFFAB,
+        0xFFFFFFFB,
+    ],
+    dtype=_I,
+)
+
+
+def _sx(v, bits: int):
+    """The low ``bits`` bits of ``v`` (int64) as a signed number."""
+    v = np.asarray(v, dtype=_I) & ((1 << bits) - 1)
+    return v - ((v >> (bits - 1)) << bits)
+
+
+def _bitlen(v: np.ndarray) -> np.ndarray:
+    """Bit length of non-negative int64 values below 2^53 (exact through ``frexp``)."""
+    return np.frexp(v.astype(np.float64))[1].astype(_I)
+
+
+def _shl40(v: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """The low 40 bits of ``v << k`` (``k`` < 64), computed without signed overflow."""
+    u = (np.asarray(v, dtype=_I) & _M40).astype(np.uint64)
+    return ((u << np.asarray(k).astype(np.uint64)) & np.uint64(_M40)).astype(_I)
+
+
+def _partial_products(res_sign, wt_mts, dat_mts) -> tuple[list, list]:
+    """The eight radix-4 Booth partial products and their carry-ins (cal_fp16_booth 460-509)."""
+    rev = np.where(res_sign != 0, 7, 0)
+    wt = np.asarray(wt_mts, dtype=_I) << 1
+    dm = np.asarray(dat_mts, dtype=_I)
+    pp, inv = [], []
+    for i in range(8):
+        code = ((wt >> (2 * i)) & 7) ^ rev
+        conds = [(code == 0) | (code == 7), (code == 1) | (code == 2), code == 3, code == 4]
+        vals = [0x10000, dm | 0x10000, (dm << 1) | 0x10000, ~(dm << 1) & 0xFFFF]
+        pp.append(np.select(conds, vals, ~dm & 0xFFFF))
+        inv.append(((code >= 4) & (code <= 6)).astype(_I))
+    return pp, inv
+
+
+def _csa_tree(pp: list, inv: list) -> tuple[np.ndarray, np.ndarray]:
+    """The fixed three-stage carry-save tree of cal_fp16_booth (517-548): two 32-bit vectors."""
+    c = [pp[0], (pp[1] << 2) | inv[0], (pp[2] << 4) | (inv[1] << 2)]
+    c += [(pp[3] << 6) | (inv[2] << 4), inv[3] << 6, pp[4] << 8]
+    c += [(pp[5] << 10) | (inv[4] << 8), (pp[6] << 12) | (inv[5] << 10)]
+    c += [(pp[7] << 14) | (inv[6] << 12), inv[7] << 14]
+    c = [v & _M32 for v in c]
+    for stage in range(3):
+        if stage == 2:
+            c[2], c[3] = c[5], c[6]
+        cur, st = (5, 0) if stage == 0 else (5, 5) if stage == 1 else (4, 0)
+        while cur >= 3:
+            g = cur // 3
+            for j in range(g):
+                a, b, d = c[st + j * 3], c[st + j * 3 + 1], c[st + j * 3 + 2]
+                c[st + j * 2] = a ^ b ^ d
+                c[st + j * 2 + 1] = (((a & b) | (b & d) | (a & d)) << 1) & _M32
+            for j in range(g * 3, cur):
+                c[st + j - g] = c[st + j]
+            cur -= g
+    return c[0], c[1]
+
+
+def booth_fp16(res_sign, wt_mts, dat_mts, sft) -> np.ndarray:
+    """``NvdlaMacCell::cal_fp16_booth``: the signed product of two mantissas (below 2^14) with
+    each carry-save vector shifted right by ``sft`` (a multiple of 4), as int64; 0 for ``sft >=
+    32``. Exactly ``+-wt_mts * dat_mts`` for ``sft = 0``; within 1 of the floor otherwise.
+
+    >>> int(booth_fp16(1, 3, 5, 0)), int(booth_fp16(0, 0x3FFF, 0x3FFF, 8))
+    (-15, 1048448)
+    """
+    sft = np.asarray(sft, dtype=_I)
+    p0, p1 = _csa_tree(*_partial_products(res_sign, wt_mts, dat_mts))
+    s = np.minimum(sft, 31)
+    comp = _SIGN_COMP[np.minimum(sft // 4, 7)]
+    total = ((p0 >> s) + (p1 >> s) + comp) & _M32
+    return np.where(sft >= 32, 0, _sx(total, 32))
+
+
+def _nan_word(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(any NaN, the 44-bit NaN word of the lowest-channel NaN) along the last axis."""
+    nan = ((words >> 10) & 31 == 31) & (words & 0x3FF != 0)
+    first = np.take_along_axis(words, np.argmax(nan, axis=-1)[..., None], axis=-1)[..., 0]
+    return nan.any(axis=-1), (0x3F << 38) | ((first >> 15) << 37) | ((first & 0x3FF) << 27)
+
+
+def _operand(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(coarse exponent ``e >> 2``, mantissa shifted by the fine exponent) of fp16 words."""
+    e = (words >> 10) & 31
+    mts = (words & 0x3FF) | ((e != 0).astype(_I) << 10)
+    return e >> 2, mts << np.where(e == 0, 1, e & 3)
+
+
+def cmac_cell_fp16(dat, wt) -> np.ndarray:
+    """The 44-bit result words of CMAC atomic ops: ``dat`` ``[..., P, 64]`` and ``wt``
+    ``[..., K, 64]`` fp16 words (int64) give ``[..., K, P]`` words ``E << 38 | M`` (int64)."""
+    d, w = np.asarray(dat, dtype=_I)[..., None, :, :], np.asarray(wt, dtype=_I)[..., :, None, :]
+    use = (d & 0x7FFF != 0) & (w & 0x7FFF != 0)
+    (cd, md), (cw, mw) = _operand(d), _operand(w)
+    coarse = np.where(use, cd + cw, 0)
+    top = coarse.max(axis=-1)
+    prod = booth_fp16((d ^ w) >> 15, mw, md, (top[..., None] - coarse) * 4)
+    total = np.where(use, prod, 0).sum(axis=-1)
+    out = (((top * 4) & 63) << 38) | (total & _M38)
+    wnan, wword = _nan_word(np.asarray(wt, dtype=_I))
+    dnan, dword = _nan_word(np.asarray(dat, dtype=_I))
+    out = np.where(dnan[..., None, :], dword[..., None, :], out)
+    return np.where(wnan[..., :, None], wword[..., :, None], out)
+
+
+def _align(e_mac, e_acc, m_mac, m_acc):
+    """Exponent alignment (1384-1407): (bigger exponent, mac, accu, shifted-out bits)."""
+    d = np.abs(e_mac - e_acc)
+    small = np.where(e_mac > e_acc, m_acc, m_mac)
+    dd = np.minimum(d, 40)
+    low = small & ((np.int64(1) << dd) - 1)
+    sob = np.where((d > 0) & (d <= 40), (low << (40 - dd)) & _M40, 0)
+    shifted = np.where(d <= 40, small >> dd, 0)
+    m_acc = np.where(e_mac > e_acc, shifted, m_acc)
+    m_mac = np.where(e_mac < e_acc, shifted, m_mac)
+    return np.maximum(e_mac, e_acc), m_mac, m_acc, sob
+
+
+def _normalise_sum(a, m, sob, big):
+    """The 40-bit sum, its overflow shift or left normalisation (1412-1440) and rounding flag."""
+    raw = a + m
+    tmp = _sx(raw, 40)
+    over = ((m < 0) == (a < 0)) & ((m < 0) != (tmp < 0))
+    k = 39 - _bitlen(np.where(tmp < 0, ~tmp, tmp))
+    left = ~over & (k > 0)
+    kk = np.where(left, k, 0)
+    shifted = _sx(_shl40(tmp, kk) | (sob >> (40 - kk)), 40)
+    summ = np.where(over, raw >> 1, np.where(left, shifted, tmp))
+    sob = np.where(left, _shl40(sob, kk), sob)
+    e = np.where(over, big + 1, big - kk)
+    neg = summ < 0
+    g1, s1 = raw & 1, (sob != 0).astype(_I)
+    g0, s0 = (sob >> 39) & 1, ((sob & ((1 << 39) - 1)) != 0).astype(_I)
+    need = np.where(over, np.where(neg, g1 & s1, g1), np.where(neg, g0 & s0, g0))
+    return summ, e, neg, need
+
+
+def cacc_add_fp16(accu, mac) -> np.ndarray:
+    """``NV_NVDLA_cacc::cacc_fp16_add``: a 48-bit accumulator word plus a 44-bit CMAC word, both
+    as int64 arrays (broadcast), giving the new 48-bit word."""
+    accu, mac = np.broadcast_arrays(np.asarray(accu, dtype=_I), np.asarray(mac, dtype=_I))
+    mexp, mm = (mac >> 38) & 63, _sx(mac, 38)
+    aexp, am = (accu >> 40) & 255, _sx(accu, 40)
+    n = 37 - _bitlen(np.where(mm < 0, ~mm, mm))
+    e_mac = (mexp - n + 49) & 255
+    e_acc = np.where(am == 0, 0, aexp)
+    big, m_ext, a_ext, sob = _align(e_mac, e_acc, _sx(mm << np.maximum(n, 0), 38) * 4, am)
+    summ, e, neg, need = _normalise_sum(a_ext, m_ext, sob, big)
+    r = _sx(summ + need, 40)
+    carry = (r < 0) != neg
+    fin = np.where(carry, _sx((neg.astype(_I) << 39) | ((r & _M40) >> 1), 40), r)
+    e = np.where(carry, e + 1, e)
+    e = np.where(fin == 0, 0, e)
+    out = ((e & 255) << 40) | (fin & _M40)
+    out = np.where(mexp == 63, (255 << 40) | (((mac >> 27) & 0x7FF) << 29), out)
+    out = np.where(aexp == 255, (255 << 40) | (((accu >> 29) & 0x7FF) << 29), out)
+    return np.where(mm == 0, accu, out)
+
+
+def cacc_fp48_to_fp32(accu) -> np.ndarray:
+    """``NV_NVDLA_cacc::cacc_fp48_to_fp32``: 48-bit accumulator words to fp32 words (int64)."""
+    accu = np.asarray(accu, dtype=_I)
+    e, m = (accu >> 40) & 255, _sx(accu, 40)
+    sign = (m < 0).astype(_I)
+    mag = np.abs(m)
+    e32 = np.where(m == 0, 0, (e + 64) & 255)
+    t = (mag >> 15) + ((mag >> 14) & 1)
+    carry = t >> 24
+    out = (sign << 31) | (((e32 + carry) & 255) << 23) | ((t >> carry) & 0x7FFFFF)
+    out = np.where(m == -(1 << 39), (1 << 31) | (((e + 65) & 255) << 23), out)
+    nan = (((accu >> 39) & 1) << 31) | 0x7F800000 | ((accu >> 29) & 0x3FF)
+    return np.where(e == 255, nan, out)
+
+
+def fp16_words(a, name: str, ndim: int) -> np.ndarray:
+    """fp16 data as int64 bit patterns: a float16 array, or raw int16/uint16 words."""
+    arr = np.asarray(a)
+    if arr.dtype == np.float16:
+        arr = arr.view(np.uint16)
+    if arr.dtype not in (np.dtype(np.uint16), np.dtype(np.int16)):
+        raise InvalidInputError(
+            f"conv_fp16: {name} must be float16 (or raw int16/uint16 words), got dtype {arr.dtype}"
+        )
+    if arr.ndim != ndim:
+        raise InvalidInputError(f"conv_fp16: {name} must have {ndim} dimensions, got {arr.shape}")
+    return arr.astype(_I) & 0xFFFF
+
+
+def _pair(v, name: str) -> tuple[int, int]:
+    t = (int(v), int(v)) if np.ndim(v) == 0 else tuple(int(u) for u in v)
+    if len(t) != 2 or min(t) < 1:
+        raise InvalidInputError(f"conv_fp16: {name} must be a positive int or (y, x), got {v!r}")
+    return t
+
+
+def conv_geometry(shape_x, shape_w, stride, dilation, padding) -> tuple[int, int]:
+    """(OH, OW) of the convolution, with clear errors for impossible geometries."""
+    (c, h, wd), (k, cw, r, s) = shape_x, shape_w
+    if cw != c or min(c, h, wd, k, r, s) < 1:
+        raise InvalidInputError(
+            f"conv_fp16: x {shape_x} (C, H, W) and w {shape_w} (K, C, R, S) must be non-empty "
+            "with the same C"
+        )
+    (sy, sx), (dy, dx) = stride, dilation
+    pl, pt, pr, pb = padding
+    oh = (h + pt + pb - (r - 1) * dy - 1) // sy + 1
+    ow = (wd + pl + pr - (s - 1) * dx - 1) // sx + 1
+    if oh < 1 or ow < 1:
+        raise InvalidInputError(
+            f"conv_fp16: the {r}x{s} kernel (dilation {dy}x{dx}) does not fit the padded "
+            f"{h + pt + pb}x{wd + pl + pr} input; pad more or use a smaller kernel"
+        )
+    return oh, ow
+
+
+def _padding(padding) -> tuple[int, int, int, int]:
+    t = (int(padding),) * 4 if np.ndim(padding) == 0 else tuple(int(v) for v in padding)
+    if len(t) != 4 or min(t) < 0:
+        raise InvalidInputError(
+            f"conv_fp16: padding must be an int >= 0 or (left, top, right, bottom), got {padding!r}"
+        )
+    return t
+
+
+def _accumulate(acc, first: bool, dat: np.ndarray, wt: np.ndarray) -> np.ndarray:
+    """One atomic op per output (``dat`` ``[P, 64]``, ``wt`` ``[K, 64]``) added into ``acc``."""
+    k, p = wt.shape[0], dat.shape[0]
+    step = max(1, _CHUNK // (CHANNELS * k))
+    mac = np.concatenate(
+        [cmac_cell_fp16(dat[i : i + step], wt) for i in range(0, p, step)], axis=-1
+    )
+    return cacc_add_fp16(np.zeros_like(mac) if first else acc, mac)
+
+
+def conv_fp16(x, w, *, stride=1, dilation=1, padding=0, pad_value: int = 0) -> np.ndarray:
+    """Direct convolution of fp16 data ``x`` ``[C, H, W]`` with fp16 weights ``w``
+    ``[K, C, R, S]`` (float16 or raw uint16/int16 words) through CMAC and CACC: the fp32 words
+    CACC sends to the SDP, ``[K, OH, OW]`` uint32.
+
+    ``stride`` and ``dilation`` are ints or ``(y, x)``; ``padding`` an int or ``(left, top,
+    right, bottom)``; ``pad_value`` the raw fp16 word of padded positions (D_ZERO_PADDING_VALUE).
+
+    >>> one = np.ones((1, 1, 1), np.float16)
+    >>> hex(int(conv_fp16(one * 3, one[None] * 2)[0, 0, 0]))
+    '0x40c00000'
+    """
+    xw, ww = fp16_words(x, "x", 3), fp16_words(w, "w", 4)
+    stride, dilation = _pair(stride, "stride"), _pair(dilation, "dilation")
+    pads = _padding(padding)
+    if not 0 <= int(pad_value) <= 0xFFFF:
+        raise InvalidInputError(
+            f"conv_fp16: pad_value must be an fp16 word 0..65535, got {pad_value}"
+        )
+    oh, ow = conv_geometry(xw.shape, ww.shape, stride, dilation, pads)
+    (c, h, wd), (k, _, r, s) = xw.shape, ww.shape
+    (sy, sx), (dy, dx), (pl, pt, pr, pb) = stride, dilation, pads
+    groups = -(-c // CHANNELS)
+    xp = np.zeros((groups * CHANNELS, h + pt + pb, wd + pl + pr), _I)
+    xp[:c] = int(pad_value)
+    xp[:c, pt : pt + h, pl : pl + wd] = xw
+    wp = np.zeros((k, groups * CHANNELS, r, s), _I)
+    wp[:, :c] = ww
+    acc = None
+    for g in range(groups):
+        chans = slice(g * CHANNELS, (g + 1) * CHANNELS)
+        for i in range(r):
+            for j in range(s):
+                rows = slice(i * dy, i * dy + (oh - 1) * sy + 1, sy)
+                cols = slice(j * dx, j * dx + (ow - 1) * sx + 1, sx)
+                dat = xp[chans, rows, cols].reshape(CHANNELS, -1).T
+                acc = _accumulate(acc, acc is None, dat, wp[:, chans, i, j])
+    return cacc_fp48_to_fp32(acc).astype(np.uint32).reshape(k, oh, ow)
+
+
+#: the attrs of a ``conv_fp16`` conformance case (plain values; PAD_VALUE an fp16 word)
+CONV_ATTRS = ("STRIDE_X", "STRIDE_Y", "DILATION_X", "DILATION_Y")
+CONV_ATTRS += ("PAD_LEFT", "PAD_TOP", "PAD_RIGHT", "PAD_BOTTOM", "PAD_VALUE")
+
+
+def conv_fp16_attrs(x, w, attrs) -> np.ndarray:
+    """:func:`conv_fp16` with the geometry given as the vectors' attrs (:data:`CONV_ATTRS`)."""
+    missing = sorted(set(CONV_ATTRS) - set(attrs))
+    if missing:
+        raise InvalidInputError(f"conv_fp16: attrs {', '.join(missing)} are missing")
+    return conv_fp16(
+        x,
+        w,
+        stride=(attrs["STRIDE_Y"], attrs["STRIDE_X"]),
+        dilation=(attrs["DILATION_Y"], attrs["DILATION_X"]),
+        padding=tuple(attrs[n] for n in ("PAD_LEFT", "PAD_TOP", "PAD_RIGHT", "PAD_BOTTOM")),
+        pad_value=attrs["PAD_VALUE"],
+    )
