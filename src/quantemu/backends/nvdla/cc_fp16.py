@@ -245,11 +245,21 @@ def fp16_words(a, name: str, ndim: int) -> np.ndarray:
     return arr.astype(_I) & 0xFFFF
 
 
+def _ints(v, count: int, name: str, lo: int, what: str) -> tuple[int, ...]:
+    """``v`` as ``count`` Python ints >= ``lo`` (an int repeats), else InvalidInputError."""
+    scalar = isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+    items = [v] * count if scalar else list(v) if isinstance(v, (tuple, list)) else [v]
+    ok = len(items) == count and all(
+        isinstance(u, (int, np.integer)) and not isinstance(u, bool) and lo <= u < MAX_GEOMETRY
+        for u in items
+    )
+    if not ok:
+        raise InvalidInputError(f"conv_fp16: {name} must be {what}, got {v!r}")
+    return tuple(int(u) for u in items)
+
+
 def _pair(v, name: str) -> tuple[int, int]:
-    t = (int(v), int(v)) if np.ndim(v) == 0 else tuple(int(u) for u in v)
-    if len(t) != 2 or min(t) < 1:
-        raise InvalidInputError(f"conv_fp16: {name} must be a positive int or (y, x), got {v!r}")
-    return t
+    return _ints(v, 2, name, 1, f"an int in [1, {MAX_GEOMETRY}) or (y, x) of them")
 
 
 def conv_geometry(shape_x, shape_w, stride, dilation, padding) -> tuple[int, int]:
@@ -273,12 +283,9 @@ def conv_geometry(shape_x, shape_w, stride, dilation, padding) -> tuple[int, int
 
 
 def _padding(padding) -> tuple[int, int, int, int]:
-    t = (int(padding),) * 4 if np.ndim(padding) == 0 else tuple(int(v) for v in padding)
-    if len(t) != 4 or min(t) < 0:
-        raise InvalidInputError(
-            f"conv_fp16: padding must be an int >= 0 or (left, top, right, bottom), got {padding!r}"
-        )
-    return t
+    return _ints(
+        padding, 4, "padding", 0, f"an int in [0, {MAX_GEOMETRY}) or (left, top, right, bottom)"
+    )
 
 
 def _accumulate(acc, first: bool, dat: np.ndarray, wt: np.ndarray) -> np.ndarray:
@@ -306,9 +313,13 @@ def conv_fp16(x, w, *, stride=1, dilation=1, padding=0, pad_value: int = 0) -> n
     xw, ww = fp16_words(x, "x", 3), fp16_words(w, "w", 4)
     stride, dilation = _pair(stride, "stride"), _pair(dilation, "dilation")
     pads = _padding(padding)
-    if not 0 <= int(pad_value) <= 0xFFFF:
+    if (
+        not isinstance(pad_value, (int, np.integer))
+        or isinstance(pad_value, bool)
+        or not 0 <= pad_value <= 0xFFFF
+    ):
         raise InvalidInputError(
-            f"conv_fp16: pad_value must be an fp16 word 0..65535, got {pad_value}"
+            f"conv_fp16: pad_value must be an fp16 word 0..65535, got {pad_value!r}"
         )
     oh, ow = conv_geometry(xw.shape, ww.shape, stride, dilation, pads)
     (c, h, wd), (k, _, r, s) = xw.shape, ww.shape
@@ -332,6 +343,7 @@ def conv_fp16(x, w, *, stride=1, dilation=1, padding=0, pad_value: int = 0) -> n
 
 
 #: the attrs of a ``conv_fp16`` conformance case (plain values; PAD_VALUE an fp16 word)
+MAX_GEOMETRY = 1 << 13  # strides, dilations and pads: NVDLA's 13-bit cube sizes bound them
 CONV_ATTRS = ("STRIDE_X", "STRIDE_Y", "DILATION_X", "DILATION_Y")
 CONV_ATTRS += ("PAD_LEFT", "PAD_TOP", "PAD_RIGHT", "PAD_BOTTOM", "PAD_VALUE")
 
