@@ -119,12 +119,13 @@ def vector(line: str) -> None:
         raise VectorRejected(case.reason)
 
 
-def primitive(backend: str, op: str, inputs=None, attrs=None):
-    """The bundled suite's first ``backend/op`` case, with ``inputs`` / ``attrs`` changed."""
+def primitive(backend: str, op: str, inputs=None, attrs=None, *, folder: str | None = None):
+    """The bundled suite's first ``backend/op`` case (in ``folder``, default the backend's),
+    with ``inputs`` / ``attrs`` changed."""
     from quantemu.backends.registry import load_backends, lookup
 
     load_backends()
-    with gzip.open(VECTORS / backend / f"{op}.jsonl.gz", "rt") as f:
+    with gzip.open(VECTORS / (folder or backend) / f"{op}.jsonl.gz", "rt") as f:
         case = json.loads(f.readline())
     arrays = {
         k: np.asarray(v["data"], dtype=v["dtype"]).reshape(v["shape"])

@@ -159,6 +159,13 @@ PRIMITIVES = (
     Bad("onednn_rnn_data_scale", "an RNN data scale that is not a binary32 value",
         lambda: primitive("onednn", "gru", attrs={"data_scale": 0.1}), E,
         ("data_scale = 0.1", "not a binary32 value", "numpy.float32")),
+    Bad("nvdla_conv_fp16_stride", "an FP16 convolution stride that is not an int",
+        lambda: primitive("nvdla", "conv_fp16", attrs={"STRIDE_X": [2, 2]}, folder="nvdla-fp16"),
+        E,
+        ("stride must be an int", "[2, 2]")),
+    Bad("nvdla_sdp_fp16_int8_out", "FP16 SDP processing with INT8 output",
+        lambda: primitive("nvdla", "sdp", attrs={"PROC_PRECISION": 2, "OUT_PRECISION": 0}), U,
+        ("OUT_PRECISION = INT8", "unconverted", "OUT_PRECISION = 1")),
     Bad("onednn_lbr_gru", "an int8 linear-before-reset GRU",
         _lbr_gru, U, ("lbr_gru", "dnnl_unimplemented", "linear_before_reset = 0")),
 )  # fmt: skip
