@@ -53,7 +53,6 @@ import gzip
 import io
 import json
 import math
-import os
 import shutil
 import subprocess
 import sys
@@ -61,6 +60,15 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tools/ is not a package
+from nvdla_cmod_fp import (
+    AC_FIXED_PATCH,
+    COMMIT,
+    ENV_HW,
+    CmodUnavailable,
+    _git,
+    default_hw,
+)
+from nvdla_cmod_fp import _show as _show_bytes
 from nvdla_fp16_cases import (
     COUNTERS,
     FIELDS,
@@ -72,9 +80,6 @@ from nvdla_fp16_cases import (
 )
 from nvdla_fp16_kinds import make_case, schedule
 
-COMMIT = "8e06b1b9d85aab65b40d43d08eec5ea4681ff715"
-DEFAULT_HW = Path("/work/.mirror/nvdla+hw/repo")
-ENV_HW = "QUANTEMU_NVDLA_HW"
 HARNESS_CPP = Path(__file__).resolve().with_name("nvdla_sdp_fp16_harness.cpp")
 TOOL = "tools/make_nvdla_fp16_vectors.py"
 CMOD_SOURCES = (
@@ -98,11 +103,6 @@ CMOD_HEADERS = (
     "cmod/hls_wrapper/sdp_hls_wrapper.h",
     "cmod/include/arnvdla.h",
     "cmod/include/arnvdla.uh",
-)
-# The one token modern compilers need in ac_fixed.h (AC types 3.7, to_ac_int()).
-AC_FIXED_PATCH = (
-    "((ac_fixed<AC_MAX(I,1),AC_MAX(I,1),S>) *this).slc<AC_MAX(I,1)>(0)",
-    "((ac_fixed<AC_MAX(I,1),AC_MAX(I,1),S>) *this).template slc<AC_MAX(I,1)>(0)",
 )
 # (source, first line, last line, line before, line after): the body of SdpConfigHls(), 1-based.
 CONFIG_BODY = (
@@ -147,40 +147,12 @@ SOURCE = (
 )
 
 
-class CmodUnavailable(RuntimeError):
-    """The cmod cannot be built here: no g++, no git, or no nvdla/hw sources at :data:`COMMIT`."""
-
-
 # --- extracting and building the harness ---------------------------------------------------------
 
 
-def default_hw() -> Path:
-    """``$QUANTEMU_NVDLA_HW`` if set, else :data:`DEFAULT_HW`."""
-    env = os.environ.get(ENV_HW)
-    return Path(env) if env else DEFAULT_HW
-
-
-def _git(hw: Path) -> list[str]:
-    if not hw.is_dir():
-        raise CmodUnavailable(f"nvdla/hw not found at {hw}; pass --hw or set {ENV_HW}")
-    if shutil.which("git") is None:
-        raise CmodUnavailable("git is not installed; it is needed to read nvdla/hw")
-    if (hw / "HEAD").is_file() and (hw / "objects").is_dir():  # bare repository or mirror
-        return ["git", f"--git-dir={hw}"]
-    if (hw / ".git").exists():
-        return ["git", "-C", str(hw)]
-    raise CmodUnavailable(f"{hw} is neither a git checkout nor a bare git repository of nvdla/hw")
-
-
 def _show(git: list[str], path: str) -> str:
-    result = subprocess.run(
-        [*git, "show", f"{COMMIT}:{path}"], capture_output=True, check=False, timeout=120
-    )
-    if result.returncode != 0:
-        raise CmodUnavailable(
-            f"cannot read {path} at {COMMIT}: {result.stderr.decode(errors='replace').strip()}"
-        )
-    return result.stdout.decode("latin-1")
+    """A cmod source at :data:`COMMIT` as text (the cmod's files are Latin-1)."""
+    return _show_bytes(git, path).decode("latin-1")
 
 
 def _reg_field_block(text: str, path: str) -> str:
