@@ -74,7 +74,8 @@ def check_tables(le, lo, where: str) -> tuple[np.ndarray, np.ndarray]:
 # --- classification and selection -------------------------------------------------------------
 
 
-def _classify(under: np.ndarray, over: np.ndarray) -> np.ndarray:
+def classify(under: np.ndarray, over: np.ndarray) -> np.ndarray:
+    """HIT, UFLOW or OFLOW per element from the two flags (underflow wins)."""
     return np.where(under, np.int8(UFLOW), np.where(over, np.int8(OFLOW), np.int8(HIT)))
 
 
@@ -141,7 +142,7 @@ def _sdp_linear(x, start: int, sel: int, depth: int, le_quirk: bool):
     under = u <= 0
     up = np.where(under, 1, u)  # 1 .. 2^32 - 1 where it matters
     q = _index(up, sel, 40)
-    kind = _classify(under, q >= depth - 1)
+    kind = classify(under, q >= depth - 1)
     if sel <= 0:
         frac = np.zeros(x.shape, dtype=np.int64)  # u mod 1 = 0, or d << (35 - sel) mod 2^35 = 0
     else:
@@ -165,7 +166,7 @@ def _sdp_exponent(x, start: int, off: int):
     # frexp is exact here: sp < 2^33 is an exactly representable float64 integer.
     e = np.frexp(sp.astype(np.float64))[1].astype(np.int64) - 1
     under |= e < off
-    kind = _classify(under, e - off >= 64)
+    kind = classify(under, e - off >= 64)
     addr = np.where(kind == HIT, e - off, 0)
     frac = (sp - (np.int64(1) << e)) << (SDP_FRAC_BITS - e)  # e <= 32: < 2^35
     return kind, addr, frac
@@ -244,7 +245,7 @@ def _cdp_linear(ss, table: np.ndarray, ends: tuple[int, int], fb: int, slopes: t
     under = t <= 0
     tp = np.where(under, 1, t)
     idx = _index(tp, fb, 45)
-    kind = _classify(under, idx >= table.size - 1)
+    kind = classify(under, idx >= table.size - 1)
     addr = np.where(kind == HIT, idx, 0)
     # Negative selects have no fraction bits; tp < 2^39, so a mask of 45 bits keeps all of tp.
     f16 = _f16(tp & ((1 << min(fb, 45)) - 1), fb) if fb >= 0 else np.zeros_like(tp)
@@ -266,7 +267,7 @@ def _cdp_exponent(ss, cfg: LutConfig, table: np.ndarray):
     tp = np.where(under, 1, t)
     e = np.frexp(tp.astype(np.float64))[1].astype(np.int64) - 1  # exact: tp < 2^39
     under |= e < off
-    kind = _classify(under, e - off >= 64)
+    kind = classify(under, e - off >= 64)
     addr = np.where(kind == HIT, e - off, 0)
     f16 = _f16(tp - (np.int64(1) << e), e)
     # Offsets above 40 are undefined behaviour in the cmod; 2^min(off, 50) is the exact

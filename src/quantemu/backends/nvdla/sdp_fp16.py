@@ -25,8 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from quantemu.backends.nvdla.lut import OFLOW, UFLOW, classify, select_lo
 from quantemu.backends.nvdla.registers import AluAlgo, LeFunction, OperandSource, SdpRegisters
-from quantemu.backends.nvdla.registers.types import Precision, Table
+from quantemu.backends.nvdla.registers.types import Precision
 from quantemu.intmath.nvdla_float import (
     fp16_to_fp17_nvdla,
     fp16_to_fp32_nvdla,
@@ -146,23 +147,16 @@ def _index(d: np.ndarray, depth: int, *, exponent_offset: int | None, select: in
 
 
 def _select(le, lo, cfg):
-    """The C model's table choice (``sdp_y_idx.cpp``): ``(lo_chosen, uflow, oflow, index,
-    fraction)`` per element."""
+    """The table choice (``sdp_y_idx.cpp``; the INT pipeline's rule, :func:`..lut.select_lo`):
+    ``(lo_chosen, uflow, oflow, index, fraction)`` per element."""
     (le_u, le_o, le_i, le_f), (lo_u, lo_o, lo_i, lo_f) = le, lo
-    le_hit, lo_hit = ~(le_u | le_o), ~(lo_u | lo_o)
-    hybrid = cfg.hybrid_priority is Table.LO
-    both_u, both_o = le_u & lo_u, le_o & lo_o
-    lo_chosen = np.select(
-        [both_u, both_o, le_hit & lo_hit, ~le_hit & ~lo_hit, le_hit],
-        [cfg.uflow_priority is Table.LO, cfg.oflow_priority is Table.LO, hybrid, hybrid, False],
-        True,
-    )
-    uflow = np.where(lo_chosen, lo_u, le_u) & ~both_o
-    oflow = np.where(lo_chosen, lo_o, le_o) & ~both_u
+    le_kind, lo_kind = classify(le_u, le_o), classify(lo_u, lo_o)
+    lo_chosen = select_lo(le_kind, lo_kind, cfg)
+    kind = np.where(lo_chosen, lo_kind, le_kind)
     return (
         lo_chosen,
-        uflow,
-        oflow,
+        kind == UFLOW,
+        kind == OFLOW,
         np.where(lo_chosen, lo_i, le_i),
         np.where(lo_chosen, lo_f, le_f),
     )
