@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from quantemu.backends.nvdla.cdp import HALO, CdpResult, lut_counts
-from quantemu.backends.nvdla.lut import HIT, OFLOW, UFLOW
+from quantemu.backends.nvdla.lut import HIT, OFLOW, UFLOW, select_lo
 from quantemu.backends.nvdla.registers import CdpRegisters, LeFunction
 from quantemu.errors import InvalidInputError
 from quantemu.intmath.nvdla_float import (
@@ -139,13 +139,8 @@ def lut_fp16(s: np.ndarray, regs: CdpRegisters, le: np.ndarray, lo: np.ndarray):
               regs.LUT_LO_SLOPE_OFLOW_SCALE)  # fmt: skip
     le_kind, le_y = table_lookup(s, le, le_ref, le_index)
     lo_kind, lo_y = table_lookup(s, lo, lo_ref, ("linear", regs.signed("LUT_LO_INDEX_SELECT")))
-    le_hit, lo_hit = le_kind == HIT, lo_kind == HIT
-    take_lo = np.select(
-        [(le_kind == UFLOW) & (lo_kind == UFLOW), (le_kind == OFLOW) & (lo_kind == OFLOW),
-         le_hit != lo_hit],
-        [bool(regs.LUT_UFLOW_PRIORITY), bool(regs.LUT_OFLOW_PRIORITY), lo_hit],
-        bool(regs.LUT_HYBRID_PRIORITY),
-    )  # fmt: skip
+    # the INT pipeline's rule (only the priority fields of the decoded registers are read)
+    take_lo = select_lo(le_kind, lo_kind, regs.lut())
     return np.where(take_lo, lo_y, le_y), le_kind, lo_kind
 
 
