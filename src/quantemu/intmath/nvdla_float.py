@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from quantemu.errors import InvalidInputError
 from quantemu.intmath.reference_nvdla_float import (
     FP16,
     FP17,
@@ -34,6 +35,7 @@ from quantemu.intmath.reference_nvdla_float import (
 )
 
 __all__ = [
+    "fp16_bit_patterns",
     "fp16_max_nvdla",
     "fp16_min_nvdla",
     "fp16_to_fp17_nvdla",
@@ -58,6 +60,29 @@ __all__ = [
 ]
 
 _I = np.int64
+
+
+def fp16_bit_patterns(a, where: str) -> np.ndarray:
+    """fp16 data as int64 bit patterns 0..65535: a float16 array (its bits), or integers holding
+    the raw 16-bit words (int16 or uint16 readings both accepted); else ``InvalidInputError``
+    naming ``where``.
+
+    >>> fp16_bit_patterns(np.array([1.0, -2.0], np.float16), "x").tolist()
+    [15360, 49152]
+    >>> fp16_bit_patterns(np.array([-1, 65535]), "x").tolist()
+    [65535, 65535]
+    """
+    arr = np.asarray(a)
+    if arr.dtype == np.float16:
+        return arr.view(np.uint16).astype(_I)
+    if arr.dtype.kind not in "iu" or (arr.size and (arr.min() < -32768 or arr.max() > 65535)):
+        got = f"dtype {arr.dtype}"
+        if arr.dtype.kind in "iu" and arr.size:
+            got += f" with values in [{arr.min()}, {arr.max()}]"
+        raise InvalidInputError(
+            f"{where} must be float16 data, or raw 16-bit words (int16/uint16), got {got}"
+        )
+    return arr.astype(_I) & 0xFFFF
 
 
 def _split(bits, fmt):

@@ -37,6 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from quantemu.errors import InvalidInputError
+from quantemu.intmath.nvdla_float import fp16_bit_patterns
 
 _I = np.int64
 _M32 = 0xFFFFFFFF
@@ -232,17 +233,11 @@ def cacc_fp48_to_fp32(accu) -> np.ndarray:
 
 
 def fp16_words(a, name: str, ndim: int) -> np.ndarray:
-    """fp16 data as int64 bit patterns: a float16 array, or raw int16/uint16 words."""
-    arr = np.asarray(a)
-    if arr.dtype == np.float16:
-        arr = arr.view(np.uint16)
-    if arr.dtype not in (np.dtype(np.uint16), np.dtype(np.int16)):
-        raise InvalidInputError(
-            f"conv_fp16: {name} must be float16 (or raw int16/uint16 words), got dtype {arr.dtype}"
-        )
-    if arr.ndim != ndim:
-        raise InvalidInputError(f"conv_fp16: {name} must have {ndim} dimensions, got {arr.shape}")
-    return arr.astype(_I) & 0xFFFF
+    """fp16 data as int64 bit patterns (:func:`fp16_bit_patterns`), with ``ndim`` dimensions."""
+    words = fp16_bit_patterns(a, f"conv_fp16: {name}")
+    if words.ndim != ndim:
+        raise InvalidInputError(f"conv_fp16: {name} must have {ndim} dimensions, got {words.shape}")
+    return words
 
 
 def _ints(v, count: int, name: str, lo: int, what: str) -> tuple[int, ...]:

@@ -35,6 +35,7 @@ from quantemu.backends.nvdla.lut import HIT, OFLOW, UFLOW, select_lo
 from quantemu.backends.nvdla.registers import CdpRegisters, LeFunction
 from quantemu.errors import InvalidInputError
 from quantemu.intmath.nvdla_float import (
+    fp16_bit_patterns,
     fp16_to_fp17_nvdla,
     fp16_to_fp32_nvdla,
     fp17_add_rne_nvdla,
@@ -54,18 +55,11 @@ CDP_FRAC_BITS = 16  # the CDP LUT's fraction width (FpFractionToFloat<16,6,10>)
 
 
 def fp16_words(a, name: str, shape: tuple[int, ...] | None = None) -> np.ndarray:
-    """fp16 data as int64 bit patterns 0..65535: a float16 array, or int16/uint16 raw words."""
-    arr = np.asarray(a)
-    if arr.dtype == np.float16:
-        arr = arr.view(np.uint16)
-    if arr.dtype not in (np.dtype(np.uint16), np.dtype(np.int16)):
-        raise InvalidInputError(
-            f"cdp: {name} must be float16 (or raw int16/uint16 words) in FP16 mode, "
-            f"got dtype {arr.dtype}"
-        )
-    if shape is not None and arr.shape != shape:
-        raise InvalidInputError(f"cdp: {name} must have shape {shape}, got {arr.shape}")
-    return arr.astype(_I) & 0xFFFF
+    """fp16 data as int64 bit patterns 0..65535 (:func:`fp16_bit_patterns`), shape checked."""
+    words = fp16_bit_patterns(a, f"cdp: {name} (FP16 mode)")
+    if shape is not None and words.shape != shape:
+        raise InvalidInputError(f"cdp: {name} must have shape {shape}, got {words.shape}")
+    return words
 
 
 def _f32(w: np.ndarray) -> np.ndarray:

@@ -25,7 +25,7 @@ from quantemu.backends.nvdla.registers import (
 from quantemu.backends.nvdla.sdp_fp16 import nan_outputs, output_fp16, run_fp16, saturated_fp16
 from quantemu.errors import InvalidInputError
 from quantemu.intmath import saturate, wrap
-from quantemu.intmath.nvdla_float import int17_to_fp16_rne_sat_nvdla
+from quantemu.intmath.nvdla_float import fp16_bit_patterns, int17_to_fp16_rne_sat_nvdla
 
 OPERANDS = ("BS_ALU", "BS_MUL", "BN_ALU", "BN_MUL", "EW_ALU", "EW_MUL")
 
@@ -225,17 +225,11 @@ def _int_output(v: np.ndarray, regs: SdpRegisters) -> dict:
 
 
 def _fp16_words(a, name: str, shape=None) -> np.ndarray:
-    """fp16 data as uint16 bit patterns: a float16 array, or integers holding the raw words."""
-    arr = np.asarray(a)
-    if arr.dtype == np.float16:
-        arr = arr.view(np.uint16)
-    elif arr.dtype.kind not in "iu" or (arr.size and (arr.min() < -32768 or arr.max() > 65535)):
-        raise InvalidInputError(
-            f"sdp: {name} must be float16 (or raw 16-bit words) in FP16 mode, got {arr.dtype}"
-        )
+    """fp16 data as uint16 bit patterns (:func:`fp16_bit_patterns`), shape checked."""
+    words = fp16_bit_patterns(a, f"sdp: {name} in FP16 mode")
     if shape is not None:
-        _checked(np.zeros(arr.shape, np.int8), name, 8, shape)  # the shape check only
-    return (arr.astype(np.int64) & 0xFFFF).astype(np.uint16)
+        _checked(np.zeros(words.shape, np.int8), name, 8, shape)  # the shape check only
+    return words.astype(np.uint16)
 
 
 def _fp16_input(x) -> np.ndarray:
