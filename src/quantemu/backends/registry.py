@@ -40,6 +40,8 @@ class BackendSpec:
     ``prepare(graph, options)``: the toolchain's own graph rewrites, made on the optimized float
     graph *before* calibration so that the tensors they create get calibrated ranges (TFLite:
     LayerNormalization written out of MEAN, RSQRT, ... as TensorFlow's converter does), or None.
+    ``calibration_free(options)``: True where the options select a pipeline that uses no
+    activation ranges (NVDLA's FP16), so no calibration runs; None when every run needs them.
     """
 
     name: str
@@ -50,12 +52,19 @@ class BackendSpec:
     header: Callable[[Any], Mapping[str, str]]
     lint: Callable[[Any], Sequence[Any]] | None = None
     prepare: Callable[[Any, Any], Any] | None = None
+    calibration_free: Callable[[Any], bool] | None = None
 
     def parse_options(self, options: Mapping[str, Any] | LoweringOptions | None) -> Any:
         """``options`` as this backend's options class (from a mapping of values or text)."""
         if isinstance(options, self.options):
             return options
         return self.options.from_mapping(options or {})
+
+    def needs_calibration(self, options: Mapping[str, Any] | LoweringOptions | None) -> bool:
+        """Whether lowering with ``options`` uses calibrated activation ranges."""
+        if self.calibration_free is None:
+            return True
+        return not self.calibration_free(self.parse_options(options))
 
     def prepared(self, graph: Any, options: Any) -> Any:
         """``graph`` as this backend's toolchain rewrites it before calibration (itself when

@@ -26,6 +26,8 @@ from quantemu.errors import InvalidInputError
 
 FORMAT = "quantemu-ranges"
 VERSION = 1
+#: The observer of :func:`uncalibrated` ranges (a pipeline that uses none, NVDLA's FP16).
+NO_CALIBRATION = "none"
 
 
 @dataclass(frozen=True)
@@ -213,3 +215,8 @@ def _range_entry(name: Any, entry: Any) -> TensorRange:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def uncalibrated() -> CalibrationRanges:
+    """No ranges at all: what a backend whose options need no calibration is lowered with."""
+    return CalibrationRanges({}, observer=NO_CALIBRATION)

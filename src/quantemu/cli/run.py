@@ -176,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
     status = stderr_console(args.quiet)
     try:
         _check_files(args)
-        graph, calib, x, labels, ranges = _inputs(args)
+        graph, calib, x, labels, ranges = _inputs(args, _calibration_free(backends, options))
     except MissingCalibrationError as exc:
         return fail("run", str(exc), USAGE_ERROR)
     except QuantemuError as exc:
@@ -307,10 +307,43 @@ def _against(args, data, options, status):
     )
 
 
-def _inputs(args: argparse.Namespace):
-    """The optimized graph, calibration data (``None`` for a pre-quantized model without
-    --calib, or with --ranges), evaluation data, labels (checked) and the --ranges ranges."""
+def _calibration_free(backends: list[str], options: dict) -> bool:
+    """Whether every selected backend's options select a pipeline that needs no calibration."""
+    from quantemu.backends.registry import backend_spec
+
+    return all(not backend_spec(b).needs_calibration(options.get(b, {})) for b in backends)
+
+
+def _calibration_data(args: argparse.Namespace, graph, ranges, calibration_free: bool):
+    """The --calib data; the demo's calibration split; or None where none is needed (a
+    pre-quantized model, --ranges, a pipeline without calibration), else a usage error."""
     from quantemu.calibration import is_fully_quantized
+
+    if args.calib is not None:
+        return load_array(args.calib, args.calib_key, f"--calib {args.calib}")
+    if args.model == DEMO and ranges is None:
+        return demo_split("calib")[0]
+    if ranges is not None or is_fully_quantized(graph) or calibration_free:
+        if args.eval is None and args.model != DEMO:
+            what = "a pre-quantized model"
+            if calibration_free:
+                what = "a pipeline without calibration (nvdla precision=fp16)"
+            raise MissingCalibrationError(
+                f"--eval DATA is required: {what} runs without --calib, but then there is no "
+                "data to evaluate"
+            )
+        return None
+    raise MissingCalibrationError(
+        "--calib DATA is required (or --ranges RANGES.json): the model is not fully "
+        "quantized (only the demo model and pre-quantized models such as int8 TFLite files "
+        "run without it)"
+    )
+
+
+def _inputs(args: argparse.Namespace, calibration_free: bool = False):
+    """The optimized graph, calibration data (``None`` for a pre-quantized model without
+    --calib, with --ranges, or where no selected backend needs calibration), evaluation data,
+    labels (checked) and the --ranges ranges."""
     from quantemu.calibration.shards import open_samples
     from quantemu.graph.passes import optimize
     from quantemu.graph.passes_shape import bind_from_data
@@ -321,23 +354,7 @@ def _inputs(args: argparse.Namespace):
     ranges = _load_ranges(args.ranges) if args.ranges is not None else None
     if ranges is None and RANGES_KEY in graph.metadata:  # learned ranges the model carries
         ranges = carried_ranges(graph.metadata[RANGES_KEY])
-    if args.calib is not None:
-        calib = load_array(args.calib, args.calib_key, f"--calib {args.calib}")
-    elif args.model == DEMO and ranges is None:
-        calib = demo_split("calib")[0]
-    elif ranges is not None or is_fully_quantized(graph):
-        calib = None
-        if args.eval is None and args.model != DEMO:
-            raise MissingCalibrationError(
-                "--eval DATA is required: a pre-quantized model runs without --calib, but then "
-                "there is no data to evaluate"
-            )
-    else:
-        raise MissingCalibrationError(
-            "--calib DATA is required (or --ranges RANGES.json): the model is not fully "
-            "quantized (only the demo model and pre-quantized models such as int8 TFLite files "
-            "run without it)"
-        )
+    calib = _calibration_data(args, graph, ranges, calibration_free)
     if calib is not None:
         graph = optimize(bind_from_data(graph, calib))
         check_data(graph, calib, f"--calib {args.calib or '(demo calibration split)'}")

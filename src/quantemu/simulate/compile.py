@@ -19,7 +19,7 @@ import numpy as np
 from quantemu._version import __version__
 from quantemu.backends.registry import backend_spec
 from quantemu.calibration.from_model import FROM_MODEL, is_fully_quantized, ranges_from_model
-from quantemu.calibration.ranges import CalibrationRanges
+from quantemu.calibration.ranges import NO_CALIBRATION, CalibrationRanges, uncalibrated
 from quantemu.errors import InvalidInputError
 from quantemu.graph import Graph, check_imported, inputs, optimize
 from quantemu.graph.passes_shape import bind_from_data, fixed_batch, symbolic_input_dims
@@ -49,6 +49,8 @@ class Program:
             "calibration": (
                 "the model's own quantization"
                 if self.ranges.observer == FROM_MODEL
+                else "none (the options select a pipeline that needs none)"
+                if self.ranges.observer == NO_CALIBRATION
                 else f"{self.ranges.observer}, {self.ranges.samples} samples"
             )
             + (", ranges carried in the model file" if RANGES_KEY in self.graph.metadata else ""),
@@ -212,7 +214,11 @@ def calibrate_for_backends(
     ranges = {}
     for backend in backends:
         spec = backend_spec(backend)
-        seen = spec.prepared(optimized, spec.parse_options((options or {}).get(backend, {})))
+        opts = spec.parse_options((options or {}).get(backend, {}))
+        if not spec.needs_calibration(opts):
+            ranges[backend] = uncalibrated()
+            continue
+        seen = spec.prepared(optimized, opts)
         key = tuple(n.name for n in seen.nodes)
         if key not in done:
             if RANGES_KEY in seen.metadata:  # learned ranges written with the model win
@@ -240,9 +246,11 @@ def compile_model(
 
     ``calib``: calibration data (anything ``quantemu.calibrate`` accepts); not needed when
     precomputed ``calibration`` ranges are given, nor for a fully quantized model (an int8
-    TFLite file), whose own quantization is used. ``options`` go to the backend's lowering
-    (e.g. ``isa="avx2"`` for onednn, ``model="device"`` for xs3: ``model`` is positional-only
-    here so that backend options may use the name); unknown ones are errors.
+    TFLite file), whose own quantization is used, nor where the options select a pipeline
+    that uses no ranges (``precision="fp16"`` on nvdla), which ignores it. ``options`` go to
+    the backend's lowering (e.g. ``isa="avx2"`` for onednn, ``model="device"`` for xs3:
+    ``model`` is positional-only here so that backend options may use the name); unknown ones
+    are errors.
     """
     graph, ranges = calibrated(
         model,
@@ -292,6 +300,8 @@ def calibrated(
     graph = spec.prepared(optimized, opts)
     check_imported(graph, backend)  # before calibration runs the float executor
     ranges = calibration
+    if not spec.needs_calibration(opts):
+        return graph, uncalibrated()  # the pipeline uses no ranges: calibrating would be noise
     carried = graph.metadata.get(RANGES_KEY)
     if carried is not None:  # learned ranges written with the model win over any calibration
         ranges = carried_ranges(carried)

@@ -14,7 +14,7 @@ from quantemu.backends.nvdla import conformance as _conformance  # registers the
 from quantemu.backends.nvdla.cacc import CaccResult, cacc
 from quantemu.backends.nvdla.cdma import cdma_convert
 from quantemu.backends.nvdla.cdp import CdpResult, cdp, cdp_window, edge_fill
-from quantemu.backends.nvdla.lower import header, lower
+from quantemu.backends.nvdla.lower import calibration_free, header, lower
 from quantemu.backends.nvdla.lower.options import Options
 from quantemu.backends.nvdla.lut import LutOutput, cdp_lut, sdp_lut
 from quantemu.backends.nvdla.pdp import pdp, pdp_avg, pdp_max, pdp_min
@@ -40,15 +40,16 @@ del _conformance
 #: The backend's registration (:mod:`quantemu.backends.catalog` registers it).
 BACKEND = BackendSpec(
     name="nvdla",
-    target="NVIDIA NVDLA v1 (nv_full cmod), INT8",
+    target="NVIDIA NVDLA v1 (nv_full cmod), INT8 or FP16 (precision=fp16)",
     scheme=(
         "nvdla/sw compiler INT8: symmetric per-tensor activations, int8 weights per kernel "
-        "or per filter"
+        "or per filter; FP16: fp16 weights and activations, no calibration"
     ),
     options=Options,
     lower=lower,
     header=header,
     lint=None,
+    calibration_free=calibration_free,
 )
 
 __all__ = [

@@ -314,6 +314,16 @@ def pdp_padding_fields(pad: int, precision: Precision) -> dict[str, int]:
     return fields
 
 
+#: The firmware's FP16 reciprocals 1/k, k = 1..8, as fp17 words (nvdla/sw kmd ``pdp.c``,
+#: ``recip_kernel_size[1]``): 1/k to the nearest fp17 (6-bit exponent, bias 31, 10 fraction
+#: bits), so 1/3, 1/5, 1/6 and 1/7 are inexact. The INT8/INT16 row is ``floor(2^16 / k)``.
+RECIP_KERNEL_FP17 = (0x7C00, 0x7800, 0x7555, 0x7400, 0x7266, 0x7155, 0x7092, 0x7000)
+
+
+def _recip(k: int, precision: Precision) -> int:
+    return RECIP_KERNEL_FP17[k - 1] if precision is Precision.FP16 else (1 << 16) // k
+
+
 def program_pdp(
     shape: tuple[int, int, int],
     kernel: tuple[int, int],
@@ -326,8 +336,9 @@ def program_pdp(
 ) -> PdpRegisters:
     """PDP registers for pooling a ``[C, H, W]`` cube as the firmware programs them.
 
-    ``pads`` = (top, left, bottom, right); reciprocals ``floor(2^16 / k)``; padding values
-    ``n * pad_value`` (zero point compensation, average pooling only).
+    ``pads`` = (top, left, bottom, right); reciprocals ``floor(2^16 / k)`` (FP16: the fp17 words
+    of :data:`RECIP_KERNEL_FP17`); padding values ``n * pad_value`` (zero point compensation,
+    average pooling only; 0 in FP16, which has no offset).
     """
     (c, h, w), (kh, kw), (sh, sw) = shape, kernel, stride
     pt, pl, pb, pr = pads
@@ -348,7 +359,7 @@ def program_pdp(
         PAD_LEFT=pl,
         PAD_BOTTOM=pb,
         PAD_RIGHT=pr,
-        RECIP_KERNEL_HEIGHT=(1 << 16) // kh,
-        RECIP_KERNEL_WIDTH=(1 << 16) // kw,
+        RECIP_KERNEL_HEIGHT=_recip(kh, precision),
+        RECIP_KERNEL_WIDTH=_recip(kw, precision),
         **pdp_padding_fields(pad_value, precision),
     )

@@ -6,7 +6,8 @@ bias rule, per-tensor rescale in the SDP output converter or per-channel in the 
 Every layer computes with the nvdla ops (CACC, SDP, PDP, CDP); the few ops NVDLA cannot run
 (Softmax) fall back to float on the CPU, as nvdla/sw does, with ``exact=False``.
 
-The package: :mod:`.options` (:class:`Options`), :mod:`.context` (every tensor's scale),
+``precision=fp16`` lowers onto the FP16 pipeline instead (:mod:`.fp16`: no calibration, fp16
+words). The package: :mod:`.options` (:class:`Options`), :mod:`.context` (every tensor's scale),
 :mod:`.rules` (the op table, :data:`RULES`) and the layers with their rules by kind:
 :mod:`.conv`, :mod:`.elementwise`, :mod:`.activation`, :mod:`.normalize`, :mod:`.pool`,
 :mod:`.layout`, :mod:`.fallback`, on the SDP passes of :mod:`.sdp`.
@@ -19,7 +20,14 @@ from typing import Any
 
 from quantemu._version import __version__
 from quantemu.backends.nvdla.lower.context import NvdlaContext
-from quantemu.backends.nvdla.lower.options import Options, Rescale, ScaleSplit, WeightScaling
+from quantemu.backends.nvdla.lower.fp16 import header_fp16, lower_fp16
+from quantemu.backends.nvdla.lower.options import (
+    Options,
+    PipelinePrecision,
+    Rescale,
+    ScaleSplit,
+    WeightScaling,
+)
 from quantemu.backends.nvdla.lower.pool import plane_factors
 from quantemu.backends.nvdla.lower.rules import RULES
 from quantemu.errors import InvalidInputError
@@ -30,17 +38,26 @@ __all__ = [
     "RULES",
     "NvdlaContext",
     "Options",
+    "PipelinePrecision",
     "Rescale",
     "ScaleSplit",
     "WeightScaling",
+    "calibration_free",
     "header",
     "lower",
     "plane_factors",
 ]
 
 
+def calibration_free(options: Options) -> bool:
+    """The FP16 pipeline uses no activation ranges (no calibration runs for it)."""
+    return options.precision is PipelinePrecision.FP16
+
+
 def header(options: Options) -> dict[str, str]:
     """Every result-changing choice, for report headers (DESIGN principle 9)."""
+    if options.precision is PipelinePrecision.FP16:
+        return header_fp16(options)
     return {
         "backend": "nvdla",
         "model": "NVDLA v1 nv_full, INT8 (cmod nvdla/hw 1a65f1f semantics)",
@@ -78,6 +95,8 @@ def lower(
         opts = options
     else:
         opts = Options.from_mapping({**(options or {}), **kwargs})
+    if opts.precision is PipelinePrecision.FP16:
+        return lower_fp16(graph, opts)
     ctx = NvdlaContext(graph, ranges, opts, supported_ops=tuple(RULES.supported()))
     for info in graph.inputs:
         ctx.encodings[info.name] = ctx.new_encoding(info.name)

@@ -16,7 +16,19 @@ from quantemu.backends.nvdla.quantize import ScaleSplit
 from quantemu.errors import InvalidInputError
 from quantemu.program.options import LoweringOptions
 
-__all__ = ["Options", "Rescale", "ScaleSplit", "WeightScaling"]
+__all__ = ["Options", "PipelinePrecision", "Rescale", "ScaleSplit", "WeightScaling"]
+
+
+class PipelinePrecision(enum.Enum):
+    """Which NVDLA pipeline the model runs on.
+
+    ``INT8``: nvdla/sw's INT8 flow (calibrated scales, converters). ``FP16``: every unit in
+    FP16 (``*_PRECISION = 2``), weights and activations as fp16 words, no calibration; the
+    other options (weight scaling, rescale, scale split) have no meaning there.
+    """
+
+    INT8 = "int8"
+    FP16 = "fp16"
 
 
 class WeightScaling(enum.Enum):
@@ -53,6 +65,8 @@ class Options(LoweringOptions):
     ``rescale``: :class:`Rescale` (default ``auto``).
     ``scale_split``: :class:`~quantemu.backends.nvdla.quantize.ScaleSplit` for the factors the
     compiler splits (requantization): ``nvdla_compiler`` (float32 ``log``, default) or ``exact``.
+    ``precision``: :class:`PipelinePrecision` (default ``int8``); ``fp16`` ignores the three
+    INT8 options above.
     """
 
     backend: ClassVar[str] = "nvdla"
@@ -60,10 +74,12 @@ class Options(LoweringOptions):
     weights: WeightScaling = WeightScaling.PER_KERNEL
     rescale: Rescale = Rescale.AUTO
     scale_split: ScaleSplit = ScaleSplit.NVDLA_COMPILER
+    precision: PipelinePrecision = PipelinePrecision.INT8
 
     def __post_init__(self) -> None:
         for name, kind in (("weights", WeightScaling), ("rescale", Rescale),
-                           ("scale_split", ScaleSplit)):  # fmt: skip
+                           ("scale_split", ScaleSplit),
+                           ("precision", PipelinePrecision)):  # fmt: skip
             if not isinstance(getattr(self, name), kind):
                 raise InvalidInputError(
                     f"nvdla lowering: option {name}={getattr(self, name)!r} is not valid; "

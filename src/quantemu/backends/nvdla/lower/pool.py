@@ -18,7 +18,7 @@ import numpy as np
 from quantemu.backends.nvdla.lower.context import NvdlaContext
 from quantemu.backends.nvdla.pdp import pdp
 from quantemu.backends.nvdla.quantize import program_pdp
-from quantemu.backends.nvdla.registers import PdpRegisters, PoolingMethod
+from quantemu.backends.nvdla.registers import PdpRegisters, PoolingMethod, Precision
 from quantemu.errors import UnsupportedError
 from quantemu.graph.ir import Node
 from quantemu.program import Layer, LayerOutput, LinearEncoding, QTensor
@@ -122,7 +122,9 @@ def plane_factors(size: int) -> list[int] | None:
     return out or [1]
 
 
-def global_pool_stages(chw, method: PoolingMethod) -> list[PdpRegisters] | None:
+def global_pool_stages(
+    chw, method: PoolingMethod, precision: Precision = Precision.INT8
+) -> list[PdpRegisters] | None:
     """PDP passes pooling a whole ``H x W`` plane; ``None`` when a side cannot be factored."""
     c, h, w = chw
     fh, fw = plane_factors(h), plane_factors(w)
@@ -132,7 +134,9 @@ def global_pool_stages(chw, method: PoolingMethod) -> list[PdpRegisters] | None:
     fh, fw = fh + [1] * (n - len(fh)), fw + [1] * (n - len(fw))
     stages = []
     for kh, kw in zip(fh, fw, strict=True):
-        stages.append(program_pdp((c, h, w), (kh, kw), stride=(kh, kw), method=method))
+        stages.append(
+            program_pdp((c, h, w), (kh, kw), stride=(kh, kw), method=method, precision=precision)
+        )
         h, w = h // kh, w // kw
     return stages
 

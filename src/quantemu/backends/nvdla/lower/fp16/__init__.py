@@ -1,0 +1,125 @@
+"""Lower a float graph onto NVDLA's FP16 pipeline (``--option precision=fp16``).
+
+NVDLA's FP16 mode needs no calibration: the compiler converts weights, biases and operands to
+fp16 (round to nearest even) and programs every unit with ``*_PRECISION = 2``. Tensors are fp16
+words (:class:`~quantemu.program.Fp16Encoding`). Every layer computes with the cmod's FP16
+arithmetic, which is not IEEE (``backends/nvdla/README.md``, "FP16"):
+
+=====================================  ===========================================================
+graph op                               NVDLA FP16
+=====================================  ===========================================================
+Conv, Gemm, MatMul (constant weights)  CMAC + CACC (:mod:`.conv`), SDP bias and activation
+Add, Sub, Mul                          SDP EW (:mod:`.elementwise`)
+Relu, Clip, LeakyRelu, PRelu           SDP X units (:mod:`.activation`)
+BatchNormalization (not folded)        SDP BS MUL + BN ALU
+MaxPool, AveragePool, Global*Pool      PDP (:mod:`.pool`)
+Concat; Flatten, Reshape, Transpose..  memory placement (:mod:`.layout`)
+Softmax                                float32 on the CPU, output rounded to fp16 (exact=False)
+Sigmoid, Tanh, LRN                     refused: the compiler's FP16 LUT tables are not emulated
+=====================================  ===========================================================
+
+Every layer also runs seed 001's FP16 threshold check against a local float reference
+(:mod:`.check`), reported as the counter ``fp16_check_violations``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from quantemu._version import __version__
+from quantemu.backends.nvdla.lower.context import NvdlaContext
+from quantemu.backends.nvdla.lower.fallback import CPU_OPS, float_fallback
+from quantemu.backends.nvdla.lower.fp16.activation import (
+    lower_activation_fp16,
+    lower_batchnorm_fp16,
+    lower_prelu_fp16,
+)
+from quantemu.backends.nvdla.lower.fp16.conv import lower_conv_fp16
+from quantemu.backends.nvdla.lower.fp16.elementwise import lower_ew_fp16
+from quantemu.backends.nvdla.lower.fp16.layout import lower_concat_fp16
+from quantemu.backends.nvdla.lower.fp16.pool import lower_global_pool_fp16, lower_pool_fp16
+from quantemu.backends.nvdla.lower.layout import LAYOUT_OPS, lower_layout
+from quantemu.backends.nvdla.lower.options import Options
+from quantemu.backends.nvdla.lower.rules import _located
+from quantemu.backends.recurrent_refusals import recurrent_refusals
+from quantemu.graph.ir import Graph
+from quantemu.program import FP16, Fp16Encoding, LoweredModel
+from quantemu.program.lowering import RuleTable
+
+__all__ = ["RULES_FP16", "Fp16Context", "header_fp16", "lower_fp16"]
+
+_NO_LUT = (
+    "the FP16 LUT tables NVIDIA's compiler programs for {op} (nvdla/sw fills FP16 LUTs only) "
+    "are not emulated by quantemu yet; run it with --option precision=int8 (quantemu's own "
+    "integer LUT), or replace the op"
+)
+
+
+@dataclass
+class Fp16Context(NvdlaContext):
+    """The FP16 lowering's context: every tensor is fp16 words, whatever its range."""
+
+    def new_encoding(self, tensor: str) -> Fp16Encoding:
+        """fp16 words (FP16 needs no calibration)."""
+        return FP16
+
+
+_RULES = {
+    "Conv": lower_conv_fp16,
+    "Gemm": lower_conv_fp16,
+    "MatMul": lower_conv_fp16,
+    "Add": lower_ew_fp16,
+    "Sub": lower_ew_fp16,
+    "Mul": lower_ew_fp16,
+    "Relu": lower_activation_fp16,
+    "Clip": lower_activation_fp16,
+    "LeakyRelu": lower_activation_fp16,
+    "PRelu": lower_prelu_fp16,
+    "BatchNormalization": lower_batchnorm_fp16,
+    "MaxPool": lower_pool_fp16,
+    "AveragePool": lower_pool_fp16,
+    "GlobalAveragePool": lower_global_pool_fp16,
+    "GlobalMaxPool": lower_global_pool_fp16,
+    "Concat": lower_concat_fp16,
+    **dict.fromkeys(LAYOUT_OPS, lower_layout),
+}
+
+#: The FP16 lowering: every rule, the CPU float fallback, the refusals.
+RULES_FP16: RuleTable[Fp16Context] = RuleTable(
+    rules={op: _located(rule) for op, rule in _RULES.items()},
+    fallback=float_fallback,
+    fallback_ops=CPU_OPS,
+    unsupported=NvdlaContext.unsupported,
+    refused={
+        **recurrent_refusals("nvdla"),
+        **{op: _NO_LUT.format(op=op) for op in ("Sigmoid", "Tanh")},
+        "LRN": _NO_LUT.format(op="LRN (the CDP's LE exponential table)"),
+    },
+)
+
+
+def header_fp16(options: Options) -> dict[str, str]:
+    """Every result-changing choice of an FP16 run, for report headers."""
+    return {
+        "backend": "nvdla",
+        "model": "NVDLA v1 nv_full, FP16 (cmod nvdla/hw nvdlav1 8e06b1b9 semantics)",
+        "quantization": "none: FP16 pipeline; weights, biases and operands to fp16 (round to "
+        "nearest even); no calibration",
+        "arithmetic": "cmod FP16, not IEEE: CMAC block floating point (Booth, truncated), CACC "
+        "fp48, SDP fp32 (overflow to FLT_MAX, subnormals flushed), PDP fp17, fp16 output "
+        "saturated at ±65504",
+        "option.precision": options.precision.value,
+        "checks": "seed 001 FP16 thresholds per layer against a local float reference "
+        "(counter fp16_check_violations)",
+        "semantics": "conformance/nvdla-fp16 (NVDLA cmod), backends/nvdla/README.md",
+        "quantemu": __version__,
+    }
+
+
+def lower_fp16(graph: Graph, options: Options) -> LoweredModel:
+    """Lower the optimized ``graph`` onto the FP16 pipeline (no ranges needed)."""
+    ctx = Fp16Context(graph, {}, options, supported_ops=tuple(RULES_FP16.supported()))
+    for info in graph.inputs:
+        ctx.encodings[info.name] = FP16
+    inputs = dict(ctx.encodings)
+    return LoweredModel("nvdla", inputs, RULES_FP16.lower_graph(ctx), header_fp16(options))
