@@ -3,6 +3,8 @@ primitives composed by hand, the per-layer threshold checks, no calibration, ref
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import pytest
 from onnx import helper
@@ -11,13 +13,14 @@ from tests.graph.onnx_models import model
 import quantemu
 from quantemu.backends.nvdla import fp16_check
 from quantemu.backends.nvdla.cc_fp16 import conv_fp16
+from quantemu.backends.nvdla.cdp_fp16 import cdp_fp16
 from quantemu.backends.nvdla.lower.fp16.check import conv_max_exp
+from quantemu.backends.nvdla.lut_fp16_program import lrn_fp16_lut, sdp_fp16_lut
 from quantemu.backends.nvdla.pdp_fp16 import pdp_fp16
 from quantemu.backends.nvdla.quantize import RECIP_KERNEL_FP17, program_pdp
-from quantemu.backends.nvdla.registers import PoolingMethod, Precision
+from quantemu.backends.nvdla.registers import CdpRegisters, PoolingMethod, Precision
 from quantemu.calibration.ranges import NO_CALIBRATION
 from quantemu.data import demo_dataset, demo_model_path
-from quantemu.errors import UnsupportedError
 from quantemu.graph import load_onnx
 from quantemu.graph.zoo import resnet18
 from quantemu.intmath import window_columns
@@ -222,10 +225,45 @@ def test_output_saturation_at_65504_is_counted():
     assert r.tensors["y"].dequantize().ravel().tolist() == [1000.0, 65504.0, -65504.0, 65504.0]
 
 
+# SHA-256 of the compiler's own tables (nvdla/sw LutManager.cpp, sigmoidFP16Lut and
+# tanhFP16Lut, as 257 little-endian uint16 words), computed from its source.
+COMPILER_TABLES = {
+    "Sigmoid": "31e9d3729a475d6b7a17aac5d471345900478f408788c244581ab234d43d4412",
+    "Tanh": "c1cf552e555d8767df9313ea4312c496383f6b0ca51a611e04139ba1b5531060",
+}
+
+
 @pytest.mark.parametrize("op", ["Sigmoid", "Tanh"])
-def test_lut_ops_are_refused_with_the_reason(op):
-    with pytest.raises(UnsupportedError, match="precision=int8"):
-        _compile(_single(op, (1, 2, 3, 3)))
+def test_lut_ops_use_the_compilers_fp16_tables(op):
+    fields, le, lo = sdp_fp16_lut(op)
+    assert hashlib.sha256(lo.view("<u2").tobytes()).hexdigest() == COMPILER_TABLES[op]
+    assert not le.view(np.uint16).any() and fields["LUT_LO_INDEX_SELECT"] in (0xFD, 0xFB)
+    prog = _compile(_single(op, (1, 4, 8, 8)))
+    x = np.linspace(-20, 20, 256, dtype=np.float32).reshape(1, 4, 8, 8)
+    r = prog.run(x)
+    f = {"Sigmoid": lambda v: 1 / (1 + np.exp(-v)), "Tanh": np.tanh}[op]
+    got = r.tensors["y"].dequantize().astype(np.float64)
+    # interpolation in fp17 between entries 1/8 (1/32) apart: within 1e-3 of the function
+    assert np.max(np.abs(got - f(x.astype(np.float16).astype(np.float64)))) < 1e-3
+    c = r.counters[op.lower()]
+    assert c["lut_lo_hit"] + c["lut_underflow"] + c["lut_overflow"] == x.size
+    assert c["lut_le_hit"] == 0 and c["lut_underflow"] > 0 and c["lut_overflow"] > 0
+
+
+def test_lrn_on_the_cdp_with_the_compilers_table():
+    prog = _compile(_single("LRN", (1, 12, 3, 3), size=5, alpha=1e-2, beta=0.75, bias=1.0))
+    x = RNG.normal(0, 8, (1, 12, 3, 3)).astype(np.float32)
+    r = prog.run(x)
+    fields, le, lo = lrn_fp16_lut(size=5, alpha=np.float32(1e-2), beta=0.75, k=1.0)
+    assert le[0] == np.float16(1 / (1 + 1e-2 / 5) ** 0.75) and not lo.view(np.uint16).any()
+    regs = CdpRegisters(INPUT_DATA_TYPE=2, NORMALZ_LEN=1, **fields)
+    want = cdp_fp16(_words(x), regs, le, lo, axis=1).y.view(np.uint16)
+    np.testing.assert_array_equal(r.tensors["y"].codes, want)
+    ref = prog.graph.run_float(x)["y"]
+    # the table interpolates linearly across each octave of the square sum: percent errors
+    rel = np.abs(r.tensors["y"].dequantize() - ref) / np.abs(ref)
+    assert 0.001 < rel.max() < 0.05
+    assert r.counters["lrn"]["lut_le_hit"] > 0
 
 
 def test_resnet18_shaped_model_in_fp16():

@@ -12,10 +12,11 @@ Conv, Gemm, MatMul (constant weights)  CMAC + CACC (:mod:`.conv`), SDP bias and 
 Add, Sub, Mul                          SDP EW (:mod:`.elementwise`)
 Relu, Clip, LeakyRelu, PRelu           SDP X units (:mod:`.activation`)
 BatchNormalization (not folded)        SDP BS MUL + BN ALU
+Sigmoid, Tanh                          SDP LUT with the compiler's FP16 tables (:mod:`.lut`)
+LRN                                    CDP with the compiler's FP16 LE table
 MaxPool, AveragePool, Global*Pool      PDP (:mod:`.pool`)
 Concat; Flatten, Reshape, Transpose..  memory placement (:mod:`.layout`)
 Softmax                                float32 on the CPU, output rounded to fp16 (exact=False)
-Sigmoid, Tanh, LRN                     refused: the compiler's FP16 LUT tables are not emulated
 =====================================  ===========================================================
 
 Every layer also runs seed 001's FP16 threshold check against a local float reference
@@ -37,6 +38,7 @@ from quantemu.backends.nvdla.lower.fp16.activation import (
 from quantemu.backends.nvdla.lower.fp16.conv import lower_conv_fp16
 from quantemu.backends.nvdla.lower.fp16.elementwise import lower_ew_fp16
 from quantemu.backends.nvdla.lower.fp16.layout import lower_concat_fp16
+from quantemu.backends.nvdla.lower.fp16.lut import lower_lrn_fp16, lower_lut_fp16
 from quantemu.backends.nvdla.lower.fp16.pool import lower_global_pool_fp16, lower_pool_fp16
 from quantemu.backends.nvdla.lower.layout import LAYOUT_OPS, lower_layout
 from quantemu.backends.nvdla.lower.options import Options
@@ -47,12 +49,6 @@ from quantemu.program import FP16, Fp16Encoding, LoweredModel
 from quantemu.program.lowering import RuleTable
 
 __all__ = ["RULES_FP16", "Fp16Context", "header_fp16", "lower_fp16"]
-
-_NO_LUT = (
-    "the FP16 LUT tables NVIDIA's compiler programs for {op} (nvdla/sw fills FP16 LUTs only) "
-    "are not emulated by quantemu yet; run it with --option precision=int8 (quantemu's own "
-    "integer LUT), or replace the op"
-)
 
 
 @dataclass
@@ -76,6 +72,9 @@ _RULES = {
     "LeakyRelu": lower_activation_fp16,
     "PRelu": lower_prelu_fp16,
     "BatchNormalization": lower_batchnorm_fp16,
+    "Sigmoid": lower_lut_fp16,
+    "Tanh": lower_lut_fp16,
+    "LRN": lower_lrn_fp16,
     "MaxPool": lower_pool_fp16,
     "AveragePool": lower_pool_fp16,
     "GlobalAveragePool": lower_global_pool_fp16,
@@ -90,11 +89,7 @@ RULES_FP16: RuleTable[Fp16Context] = RuleTable(
     fallback=float_fallback,
     fallback_ops=CPU_OPS,
     unsupported=NvdlaContext.unsupported,
-    refused={
-        **recurrent_refusals("nvdla"),
-        **{op: _NO_LUT.format(op=op) for op in ("Sigmoid", "Tanh")},
-        "LRN": _NO_LUT.format(op="LRN (the CDP's LE exponential table)"),
-    },
+    refused=recurrent_refusals("nvdla"),
 )
 
 

@@ -54,6 +54,7 @@ class Fp16Pass:
 
     regs: SdpRegisters
     channel_operands: Mapping[str, np.ndarray] = field(default_factory=dict)
+    lut: tuple[np.ndarray, np.ndarray] | None = None  # (LE 65, LO 257) fp16 tables
 
     def __post_init__(self) -> None:
         ops = {
@@ -69,7 +70,8 @@ class Fp16Pass:
         shape = (1, -1) + (1,) * (x.ndim - 2)
         operands = {k: v.reshape(shape) for k, v in self.channel_operands.items()}
         operands.update(element or {})
-        return sdp(x, self.regs, operands=operands)
+        le, lo = self.lut if self.lut is not None else (None, None)
+        return sdp(x, self.regs, operands=operands, lut_le=le, lut_lo=lo)
 
 
 def run_passes(passes: Sequence[Fp16Pass], x: np.ndarray, element=None):
@@ -83,15 +85,23 @@ def run_passes(passes: Sequence[Fp16Pass], x: np.ndarray, element=None):
     return x, results
 
 
-def fp16_counters(results: Sequence[SdpResult]) -> dict[str, int]:
+def fp16_counters(results: Sequence[SdpResult], *, lut: bool = False) -> dict[str, int]:
     """Report counters of FP16 SDP passes: ``output_saturated`` (``OUT_SATURATION``: words of
-    ±65504), ``nan_outputs``, ``nan_inputs`` and ``inf_inputs`` (the NaN/Inf status registers)."""
-    return {
+    ±65504), ``nan_outputs``, ``nan_inputs`` and ``inf_inputs`` (the NaN/Inf status registers),
+    and with ``lut`` the five LUT counters."""
+    out = {
         "output_saturated": sum(r.OUT_SATURATION for r in results),
         "nan_outputs": sum(r.STATUS_NAN_OUTPUT_NUM for r in results),
         "nan_inputs": sum(r.STATUS_NAN_INPUT_NUM for r in results),
         "inf_inputs": sum(r.STATUS_INF_INPUT_NUM for r in results),
     }
+    if lut:
+        out["lut_underflow"] = sum(r.LUT_UFLOW for r in results)
+        out["lut_overflow"] = sum(r.LUT_OFLOW for r in results)
+        out["lut_hybrid"] = sum(r.LUT_HYBRID for r in results)
+        out["lut_le_hit"] = sum(r.LUT_LE_HIT for r in results)
+        out["lut_lo_hit"] = sum(r.LUT_LO_HIT for r in results)
+    return out
 
 
 def activation_fields(attrs: Attrs | Mapping, kind: str | None) -> dict[str, int]:
@@ -129,9 +139,10 @@ def activation_of(op_type: str, attrs: Attrs | Mapping) -> tuple[str | None, dic
     return "clip", {"activation_min": lo, "activation_max": hi}
 
 
-def fp16_pass(fields: Mapping[str, int], operands: Mapping[str, np.ndarray] | None = None):
+def fp16_pass(fields: Mapping[str, int], operands: Mapping[str, np.ndarray] | None = None,
+              lut: tuple[np.ndarray, np.ndarray] | None = None):  # fmt: skip
     """An :class:`Fp16Pass` with ``fields`` on top of the FP16 precisions."""
-    return Fp16Pass(SdpRegisters(**FP16_REGS, **fields), dict(operands or {}))
+    return Fp16Pass(SdpRegisters(**FP16_REGS, **fields), dict(operands or {}), lut)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -146,6 +157,6 @@ class Fp16SdpLayer(Layer):
     def compute(self, inputs: list[QTensor]) -> LayerOutput:
         """The passes; the counters; the threshold check."""
         y, results = run_passes(self.passes, np.asarray(inputs[0].codes))
-        counters = fp16_counters(results)
+        counters = fp16_counters(results, lut=any(p.lut is not None for p in self.passes))
         counters.update(self.check.sdp(y, inputs))
         return LayerOutput(QTensor(y, self.encoding), counters)
