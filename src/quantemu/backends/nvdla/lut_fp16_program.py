@@ -11,9 +11,11 @@ compiler's source:
 - **Tanh** (SDP): the same with ``fp16(tanh(-4 + i/32))``, ``LO_START = -4.0``, ``LO_INDEX_SELECT
   = -5``.
 - **LRN** (CDP): LE exponential from ``2^0``: 65 entries ``fp16(float32(1 / (k + alpha/size *
-  2^i)^beta))`` (``alpha/size`` in float32, the rest in double, then through float32), ``LE_START = 0``, ``LE_INDEX_OFFSET = 0``;
-  the LO table is disabled (all +0, ``LO_INDEX_SELECT = -128``, START = END = 1); every priority
-  LE; every slope 0, so a square sum below 1 reads entry 0.
+  2^i)^beta))`` (``alpha/size`` in float32, the rest in double, then through float32),
+  ``LE_START = 0``, ``LE_INDEX_OFFSET = 0``; the LO table is disabled (all +0,
+  ``LO_INDEX_SELECT = -128``, START = END = 1); every priority LE; every slope 0, so a square
+  sum below 1 reads entry 0. Interpolating linearly across each octave of the square sum, the
+  table is a few percent off ``f`` where ``alpha/size * ss`` is not small.
 
 ``LO_END`` is 0 in the sigmoid and tanh programs ("unused", says the compiler): a linear table's
 overflow is decided by its index, not by END, so the tables work as intended.
