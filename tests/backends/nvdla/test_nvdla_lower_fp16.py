@@ -4,6 +4,7 @@ primitives composed by hand, the per-layer threshold checks, no calibration, ref
 from __future__ import annotations
 
 import hashlib
+import json
 
 import numpy as np
 import pytest
@@ -20,6 +21,7 @@ from quantemu.backends.nvdla.pdp_fp16 import pdp_fp16
 from quantemu.backends.nvdla.quantize import RECIP_KERNEL_FP17, program_pdp
 from quantemu.backends.nvdla.registers import CdpRegisters, PoolingMethod, Precision
 from quantemu.calibration.ranges import NO_CALIBRATION
+from quantemu.cli import main
 from quantemu.data import demo_dataset, demo_model_path
 from quantemu.graph import load_onnx
 from quantemu.graph.zoo import resnet18
@@ -273,3 +275,34 @@ def test_resnet18_shaped_model_in_fp16():
     ev = prog.evaluate(x)
     assert all(layer.exact for layer in ev.layers)
     assert min(layer.sqnr_db for layer in ev.layers) > 45
+
+
+def _model_file(tmp_path):
+    w = RNG.normal(0, 0.5, (4, 2, 3, 3)).astype(np.float32)
+    node = helper.make_node("Conv", ["x", "w"], ["y"], name="conv", pads=[1, 1, 1, 1])
+    path = tmp_path / "m.onnx"
+    path.write_bytes(model([node], {"x": ("N", 2, 5, 5)}, ["y"], {"w": w}).SerializeToString())
+    return path
+
+
+def test_cli_runs_fp16_without_calib_and_reports_the_checks(tmp_path, capsys):
+    path = _model_file(tmp_path)
+    data = tmp_path / "x.npy"
+    np.save(data, RNG.normal(size=(3, 2, 5, 5)).astype(np.float32))
+    out = tmp_path / "r.json"
+    argv = ["run", str(path), "--backend", "nvdla", "--option", "precision=fp16", "-q"]
+    assert main([*argv, "--eval", str(data), "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    text = json.dumps(report)
+    assert "FP16" in text and "fp16_check_violations" in text and "check: CC DC" in text
+    assert "none (the options select a pipeline that needs none)" in text
+
+
+def test_cli_fp16_without_eval_data_is_a_usage_error(tmp_path, capsys):
+    path = _model_file(tmp_path)
+    argv = ["run", str(path), "--backend", "nvdla", "--option", "precision=fp16", "-q"]
+    assert main(argv) == 2
+    assert "--eval DATA is required" in capsys.readouterr().err
+    # the INT8 pipeline still needs calibration data
+    assert main(["run", str(path), "--backend", "nvdla", "-q"]) == 2
+    assert "--calib DATA is required" in capsys.readouterr().err

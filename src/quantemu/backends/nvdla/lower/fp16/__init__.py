@@ -25,6 +25,8 @@ Every layer also runs seed 001's FP16 threshold check against a local float refe
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from dataclasses import dataclass
 
 from quantemu._version import __version__
@@ -35,18 +37,23 @@ from quantemu.backends.nvdla.lower.fp16.activation import (
     lower_batchnorm_fp16,
     lower_prelu_fp16,
 )
-from quantemu.backends.nvdla.lower.fp16.conv import lower_conv_fp16
-from quantemu.backends.nvdla.lower.fp16.elementwise import lower_ew_fp16
+from quantemu.backends.nvdla.lower.fp16.conv import Fp16ConvLayer, lower_conv_fp16
+from quantemu.backends.nvdla.lower.fp16.elementwise import Fp16EwLayer, lower_ew_fp16
 from quantemu.backends.nvdla.lower.fp16.layout import lower_concat_fp16
-from quantemu.backends.nvdla.lower.fp16.lut import lower_lrn_fp16, lower_lut_fp16
-from quantemu.backends.nvdla.lower.fp16.pool import lower_global_pool_fp16, lower_pool_fp16
+from quantemu.backends.nvdla.lower.fp16.lut import Fp16CdpLayer, lower_lrn_fp16, lower_lut_fp16
+from quantemu.backends.nvdla.lower.fp16.pool import (
+    Fp16PdpLayer,
+    lower_global_pool_fp16,
+    lower_pool_fp16,
+)
+from quantemu.backends.nvdla.lower.fp16.sdp import Fp16SdpLayer
 from quantemu.backends.nvdla.lower.layout import LAYOUT_OPS, lower_layout
 from quantemu.backends.nvdla.lower.options import Options
 from quantemu.backends.nvdla.lower.rules import _located
 from quantemu.backends.recurrent_refusals import recurrent_refusals
 from quantemu.graph.ir import Graph
-from quantemu.program import FP16, Fp16Encoding, LoweredModel
-from quantemu.program.lowering import RuleTable
+from quantemu.program import FP16, Fp16Encoding, Layer, LoweredModel
+from quantemu.program.lowering import Rule, RuleTable
 
 __all__ = ["RULES_FP16", "Fp16Context", "header_fp16", "lower_fp16"]
 
@@ -58,6 +65,31 @@ class Fp16Context(NvdlaContext):
     def new_encoding(self, tensor: str) -> Fp16Encoding:
         """fp16 words (FP16 needs no calibration)."""
         return FP16
+
+
+#: The seed 001 check each layer kind runs (its note says which).
+CHECKS = {
+    Fp16ConvLayer: "CC DC threshold",
+    Fp16SdpLayer: "SDP bit identity",
+    Fp16EwLayer: "SDP bit identity",
+    Fp16PdpLayer: "PDP thresholds",
+    Fp16CdpLayer: "CDP thresholds",
+}
+
+
+def _noted(rule: Rule) -> Rule:
+    """``rule`` whose layer's note names the seed's FP16 check it runs."""
+
+    @functools.wraps(rule)
+    def noted(ctx: Fp16Context, node) -> Layer:
+        layer = rule(ctx, node)
+        check = CHECKS.get(type(layer))
+        if check is None:
+            return layer
+        note = f"{layer.note}; check: {check}" if layer.note else f"check: {check}"
+        return dataclasses.replace(layer, note=note)
+
+    return noted
 
 
 _RULES = {
@@ -85,7 +117,7 @@ _RULES = {
 
 #: The FP16 lowering: every rule, the CPU float fallback, the refusals.
 RULES_FP16: RuleTable[Fp16Context] = RuleTable(
-    rules={op: _located(rule) for op, rule in _RULES.items()},
+    rules={op: _located(_noted(rule)) for op, rule in _RULES.items()},
     fallback=float_fallback,
     fallback_ops=CPU_OPS,
     unsupported=NvdlaContext.unsupported,
