@@ -41,6 +41,27 @@ def _lstm_on_nvdla():
     return quantemu.compile(quantemu.load_onnx(model.SerializeToString()), "nvdla", x)
 
 
+def _fp16_model(node, shape):
+    graph = helper.make_graph(
+        [node], "fp16", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )  # fmt: skip
+    return quantemu.load_onnx(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
+    )
+
+
+def _nvdla_precision_typo():
+    node = helper.make_node("Relu", ["x"], ["y"])
+    return quantemu.compile(_fp16_model(node, [1, 2, 3, 3]), "nvdla", precision="fp32")
+
+
+def _fp16_avgpool_width8_padded():
+    node = helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[3, 8], pads=[1, 0, 1, 0],
+                            count_include_pad=1)  # fmt: skip
+    return quantemu.compile(_fp16_model(node, [1, 2, 6, 8]), "nvdla", precision="fp16")
+
+
 def _nnie_floor_pool():
     """ResNet's 3x3/2 floor-mode pool lowered directly, without NNIE's ceil rewrite."""
     from quantemu.backends.nnie.lower import lower
@@ -177,6 +198,11 @@ LOWERING = (
         _symbolic_channels, E, ("symbolic dimensions", "--input-shape")),
     Bad("lstm_on_nvdla", "an ONNX LSTM for a target whose toolchain has no recurrent layer",
         _lstm_on_nvdla, U, ("LSTM", "no recurrent engine", "--backend onednn")),
+    Bad("nvdla_precision_value", "an NVDLA pipeline precision that does not exist",
+        _nvdla_precision_typo, E, ("precision", "'fp32'", "'int8'", "'fp16'")),
+    Bad("nvdla_fp16_avgpool_width8", "an FP16 average pool the cmod leaves undefined",
+        _fp16_avgpool_width8_padded, U, ("KERNEL_WIDTH = 7", "kernel_width_map[8]",
+                                         "kernel width of at most 7")),
 )  # fmt: skip
 
 VECTORS = (

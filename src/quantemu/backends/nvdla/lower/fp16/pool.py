@@ -17,7 +17,7 @@ import numpy as np
 
 from quantemu.backends.nvdla.lower.fp16.check import Fp16Check, fp16_values, pool_window_max
 from quantemu.backends.nvdla.lower.pool import _check_geometry, _pool_pads, global_pool_stages
-from quantemu.backends.nvdla.pdp_fp16 import pdp_fp16
+from quantemu.backends.nvdla.pdp_fp16 import check_supported, pdp_fp16
 from quantemu.backends.nvdla.quantize import program_pdp
 from quantemu.backends.nvdla.registers import PdpRegisters, PoolingMethod, Precision
 from quantemu.backends.nvdla.sdp_fp16 import nan_outputs, saturated_fp16
@@ -73,6 +73,7 @@ def lower_pool_fp16(ctx: LoweringContext, node: Node) -> Fp16PdpLayer:
     kernel, strides = tuple(a["kernel_shape"]), tuple(a["strides"])
     regs = program_pdp(chw, kernel, stride=strides, pads=pads, method=method,
                        precision=Precision.FP16)  # fmt: skip
+    check_supported(regs)  # what the cmod leaves undefined fails here, not at run time
     note = "fp17 sums, firmware fp17 reciprocals" if average else "fp16 word compare"
     return _layer(ctx, node, stages=(regs,), method=method, window=(kernel, strides, pads),
                   note=note)  # fmt: skip
