@@ -311,3 +311,9 @@ def test_export_writes_qdq_for_linear_schemes_that_other_tools_run(tmp_path, bac
         ours = qat(torch.from_numpy(x)).numpy()
     # onnxruntime computes its own arithmetic: top-1, not codes, is what the two share
     assert np.mean(theirs.argmax(1) == ours.argmax(1)) >= 0.98
+
+
+def test_a_floating_point_pipeline_is_refused():
+    # nvdla precision=fp16 has no quantization grid and no ranges: nothing to train against
+    with pytest.raises(UnsupportedError, match="precision='int8'"):
+        qt.prepare(str(demo_model_path()), "nvdla", None, precision="fp16")

@@ -189,6 +189,12 @@ def _check_ranges_cover(graph: Graph, ranges: CalibrationRanges, backend: str) -
         )
 
 
+def needs_calibration(backend: str, options: Mapping[str, Any] | None = None) -> bool:
+    """Whether ``backend`` lowered with ``options`` uses calibrated activation ranges (False
+    for a floating-point pipeline such as nvdla's ``precision="fp16"``)."""
+    return backend_spec(backend).needs_calibration(options)
+
+
 def prepare(model, /, backend: str, **options: Any) -> Graph:
     """``model`` optimized and rewritten as ``backend``'s toolchain does before calibration
     (the graph ``quantemu.compile`` calibrates and lowers)."""

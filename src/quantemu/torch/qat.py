@@ -56,7 +56,13 @@ from quantemu.errors import InvalidInputError, UnsupportedError
 from quantemu.graph import Graph, load_onnx
 from quantemu.graph.onnx_export import save_onnx
 from quantemu.simulate import LinearEncoding
-from quantemu.simulate.compile import RANGES_KEY, Program, calibrated, lower_prepared
+from quantemu.simulate.compile import (
+    RANGES_KEY,
+    Program,
+    calibrated,
+    lower_prepared,
+    needs_calibration,
+)
 from quantemu.torch import ops
 from quantemu.torch.ranges import LearnedRanges, RangeMode
 from quantemu.torch.ste import straight_through
@@ -89,6 +95,13 @@ def prepare(
     lowering options, as for ``quantemu.compile``.
     """
     mode = RangeMode.parse(ranges)
+    if not needs_calibration(backend, options):
+        raise UnsupportedError(
+            f"quantemu.torch: {backend} with options {options} runs a floating-point pipeline "
+            "(no quantization grid, no calibrated ranges) that quantization-aware training "
+            "has nothing to train against; evaluate it with quantemu.compile, or train for the "
+            "integer pipeline (e.g. precision='int8' on nvdla)"
+        )
     if isinstance(model, torch.nn.Module):
         model = _from_module(model, calib if example is None else example)
     graph, found = calibrated(
