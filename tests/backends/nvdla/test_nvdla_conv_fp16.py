@@ -21,6 +21,7 @@ from quantemu.backends.nvdla.cc_fp16 import (
     cacc_fp48_to_fp32,
     cmac_cell_fp16,
     conv_fp16,
+    conv_fp16_grouped,
 )
 from quantemu.conformance import bundled_files, collect_files, run_suite
 from quantemu.errors import InvalidInputError
@@ -81,6 +82,55 @@ def test_booth_is_exact_without_shift_and_matches_the_port(sign, wm, dm):
         assert int(booth_fp16(sign, wm, dm, sft)) == ref.booth(sign, wm, dm, sft)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.data(), st.tuples(st.integers(1, 5), st.integers(1, 70), st.integers(1, 3)))
+def test_grouped_conv_equals_one_conv_per_group(data, sizes):
+    groups, cg, kg = sizes
+    c, k = groups * cg, groups * kg
+    h, w_ = data.draw(st.integers(1, 4)), data.draw(st.integers(1, 4))
+    r, s = data.draw(st.integers(1, min(h, 3))), data.draw(st.integers(1, min(w_, 2)))
+    x = np.array(data.draw(st.lists(words, min_size=c * h * w_, max_size=c * h * w_)), np.uint16)
+    n = k * cg * r * s
+    wt = np.array(data.draw(st.lists(words, min_size=n, max_size=n)), np.uint16)
+    if data.draw(st.booleans()):  # ReLU-like data: many +-0 channels
+        x[x >= 0x8000] = 0
+    geometry = dict(stride=data.draw(st.integers(1, 2)), padding=data.draw(st.integers(0, 1)))
+    geometry["pad_value"] = data.draw(words)
+    x, wt = x.reshape(c, h, w_), wt.reshape(k, cg, r, s)
+    got = conv_fp16_grouped(x, wt, groups=groups, **geometry)
+    one_by_one = [
+        conv_fp16(x[g * cg : (g + 1) * cg], wt[g * kg : (g + 1) * kg], **geometry)
+        for g in range(groups)
+    ]
+    assert got.dtype == np.uint32 and np.array_equal(got, np.concatenate(one_by_one))
+    if groups == 1:
+        assert np.array_equal(got, conv_fp16(x, wt, **geometry))
+
+
+def test_depthwise_conv_is_one_call_and_matches_the_reference():
+    rng = np.random.default_rng(5)
+    x = np.maximum(rng.standard_normal((6, 3, 3)), -0.2).astype(np.float16)
+    w = rng.standard_normal((12, 1, 2, 2)).astype(np.float16)  # multiplier 2
+    got = conv_fp16_grouped(x, w, groups=6, padding=1, pad_value=0x3C00)
+    geometry = dict(stride=1, dilation=1, padding=1, pad_value=0x3C00)
+    xs, ws = x.view(np.uint16), w.view(np.uint16)
+    want = [_conv_reference(xs[g // 2 : g // 2 + 1], ws[g : g + 1], geometry) for g in range(12)]
+    assert np.array_equal(got, np.concatenate(want))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(words, words), min_size=3 * 5, max_size=3 * 5))
+def test_atomic_ops_batch_over_leading_dims(pairs):
+    dat = np.array([p[0] for p in pairs]).reshape(3, 5, 1)
+    wt = np.array([p[1] for p in pairs]).reshape(3, 1, 5)
+    dat, wt = np.broadcast_to(dat, (3, 5, 5)), np.broadcast_to(wt.transpose(0, 2, 1), (3, 5, 5))
+    got = cmac_cell_fp16(dat, wt)
+    assert got.shape == (3, 5, 5)
+    for g in range(3):
+        assert np.array_equal(got[g], cmac_cell_fp16(dat[g], wt[g]))
+        assert int(got[g, 1, 2]) == ref.cmac_cell(dat[g, 2].tolist(), wt[g, 1].tolist())
+
+
 fp48 = st.one_of(
     st.integers(0, (1 << 48) - 1),
     st.builds(lambda e, m: e << 40 | (m & ((1 << 40) - 1)), st.integers(0, 255),
@@ -129,6 +179,12 @@ def test_refusals_name_the_value():
         conv_fp16(x, w, padding=(1, 2))
     with pytest.raises(InvalidInputError, match="pad_value"):
         conv_fp16(x, w, pad_value=70000)
+    with pytest.raises(InvalidInputError, match="groups = 3 must divide C = 2"):
+        conv_fp16_grouped(x, w, groups=3)
+    with pytest.raises(InvalidInputError, match="must have 1 channels"):
+        conv_fp16_grouped(x, w, groups=2)
+    with pytest.raises(InvalidInputError, match="groups must be an int"):
+        conv_fp16_grouped(x, w, groups=0)
 
 
 def test_the_committed_cmod_vectors_pass_and_are_bundled():

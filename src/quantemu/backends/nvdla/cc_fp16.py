@@ -14,6 +14,8 @@ nvdla/hw ``nvdlav1`` @ ``8e06b1b9`` (see ``FP16_CONV_NOTES.md`` §1 for the line
    - each product is the cmod's radix-4 Booth multiplier with its carry-save tree, the two
      carry-save vectors each shifted right by ``4 * (max - coarse)`` (:func:`booth_fp16`, ported
      as written: there is no closed form), 0 for a shift of 32 or more;
+   - :mod:`.cmac_fp16` computes it (:func:`cmac_cell_fp16`) with the Booth digits decoded once
+     per weight and only the channels that take part formed, which changes no bit;
    - the products are summed exactly: ``E = 4 * max`` (6 bits) and a 38-bit mantissa ``M``,
      value ``M * 2^(E - 50)``.
 
@@ -29,36 +31,22 @@ nvdla/hw ``nvdlav1`` @ ``8e06b1b9`` (see ``FP16_CONV_NOTES.md`` §1 for the line
 Padded positions carry ``pad_value`` (raw fp16 word) in every channel of the group; channels past
 C are 0 in data and weights. :mod:`.reference_cc_fp16` is the scalar twin this module is tested
 against with ``==``; ``tests/data/nvdla_conv_fp16`` holds vectors recorded from the cmod itself.
-Not modelled: Winograd, image input, batches.
+:func:`conv_fp16_grouped` runs grouped convolutions (ONNX ``group``), each group its own NVDLA
+convolution, all groups at once. Not modelled: Winograd, image input, batches.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from quantemu.backends.nvdla.cmac_fp16 import booth_fp16, cmac_cell_fp16  # noqa: F401 (public here)
 from quantemu.errors import InvalidInputError
 from quantemu.intmath.nvdla_float import fp16_bit_patterns
 
 _I = np.int64
-_M32 = 0xFFFFFFFF
 _M38 = (1 << 38) - 1
 _M40 = (1 << 40) - 1
 CHANNELS = 64  # PARALLEL_CHANNEL_NUM: fp16 channels per atomic op
-_CHUNK = 1 << 18  # elements (kernels * pixels * channels) per vectorised CMAC block
-#: sign_comp of cal_fp16_booth by shift / 4 (shifts 0..28)
-_SIGN_COMP = np.array(
-    [
-        0xAAAB0000,
-        0xFAAAB000,
-        0xFFAAAB00,
-        0xFFFAAAB0,
-        0xFFFFAAAB,
-        0xFFFFFAAB,
-        0xFFFFFFAB,
-        0xFFFFFFFB,
-    ],
-    dtype=_I,
-)
 
 
 def _sx(v, bits: int):
@@ -76,91 +64,6 @@ def _shl40(v: np.ndarray, k: np.ndarray) -> np.ndarray:
     """The low 40 bits of ``v << k`` (``k`` < 64), computed without signed overflow."""
     u = (np.asarray(v, dtype=_I) & _M40).astype(np.uint64)
     return ((u << np.asarray(k).astype(np.uint64)) & np.uint64(_M40)).astype(_I)
-
-
-def _partial_products(res_sign, wt_mts, dat_mts) -> tuple[list, list]:
-    """The eight radix-4 Booth partial products and their carry-ins (cal_fp16_booth 460-509)."""
-    rev = np.where(res_sign != 0, 7, 0)
-    wt = np.asarray(wt_mts, dtype=_I) << 1
-    dm = np.asarray(dat_mts, dtype=_I)
-    pp, inv = [], []
-    for i in range(8):
-        code = ((wt >> (2 * i)) & 7) ^ rev
-        conds = [(code == 0) | (code == 7), (code == 1) | (code == 2), code == 3, code == 4]
-        vals = [0x10000, dm | 0x10000, (dm << 1) | 0x10000, ~(dm << 1) & 0xFFFF]
-        pp.append(np.select(conds, vals, ~dm & 0xFFFF))
-        inv.append(((code >= 4) & (code <= 6)).astype(_I))
-    return pp, inv
-
-
-def _csa_tree(pp: list, inv: list) -> tuple[np.ndarray, np.ndarray]:
-    """The fixed three-stage carry-save tree of cal_fp16_booth (517-548): two 32-bit vectors."""
-    c = [pp[0], (pp[1] << 2) | inv[0], (pp[2] << 4) | (inv[1] << 2)]
-    c += [(pp[3] << 6) | (inv[2] << 4), inv[3] << 6, pp[4] << 8]
-    c += [(pp[5] << 10) | (inv[4] << 8), (pp[6] << 12) | (inv[5] << 10)]
-    c += [(pp[7] << 14) | (inv[6] << 12), inv[7] << 14]
-    c = [v & _M32 for v in c]
-    for stage in range(3):
-        if stage == 2:
-            c[2], c[3] = c[5], c[6]
-        cur, st = (5, 0) if stage == 0 else (5, 5) if stage == 1 else (4, 0)
-        while cur >= 3:
-            g = cur // 3
-            for j in range(g):
-                a, b, d = c[st + j * 3], c[st + j * 3 + 1], c[st + j * 3 + 2]
-                c[st + j * 2] = a ^ b ^ d
-                c[st + j * 2 + 1] = (((a & b) | (b & d) | (a & d)) << 1) & _M32
-            for j in range(g * 3, cur):
-                c[st + j - g] = c[st + j]
-            cur -= g
-    return c[0], c[1]
-
-
-def booth_fp16(res_sign, wt_mts, dat_mts, sft) -> np.ndarray:
-    """``NvdlaMacCell::cal_fp16_booth``: the signed product of two mantissas (below 2^14) with
-    each carry-save vector shifted right by ``sft`` (a multiple of 4), as int64; 0 for ``sft >=
-    32``. Exactly ``+-wt_mts * dat_mts`` for ``sft = 0``; within 1 of the floor otherwise.
-
-    >>> int(booth_fp16(1, 3, 5, 0)), int(booth_fp16(0, 0x3FFF, 0x3FFF, 8))
-    (-15, 1048448)
-    """
-    sft = np.asarray(sft, dtype=_I)
-    p0, p1 = _csa_tree(*_partial_products(res_sign, wt_mts, dat_mts))
-    s = np.minimum(sft, 31)
-    comp = _SIGN_COMP[np.minimum(sft // 4, 7)]
-    total = ((p0 >> s) + (p1 >> s) + comp) & _M32
-    return np.where(sft >= 32, 0, _sx(total, 32))
-
-
-def _nan_word(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(any NaN, the 44-bit NaN word of the lowest-channel NaN) along the last axis."""
-    nan = ((words >> 10) & 31 == 31) & (words & 0x3FF != 0)
-    first = np.take_along_axis(words, np.argmax(nan, axis=-1)[..., None], axis=-1)[..., 0]
-    return nan.any(axis=-1), (0x3F << 38) | ((first >> 15) << 37) | ((first & 0x3FF) << 27)
-
-
-def _operand(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(coarse exponent ``e >> 2``, mantissa shifted by the fine exponent) of fp16 words."""
-    e = (words >> 10) & 31
-    mts = (words & 0x3FF) | ((e != 0).astype(_I) << 10)
-    return e >> 2, mts << np.where(e == 0, 1, e & 3)
-
-
-def cmac_cell_fp16(dat, wt) -> np.ndarray:
-    """The 44-bit result words of CMAC atomic ops: ``dat`` ``[..., P, 64]`` and ``wt``
-    ``[..., K, 64]`` fp16 words (int64) give ``[..., K, P]`` words ``E << 38 | M`` (int64)."""
-    d, w = np.asarray(dat, dtype=_I)[..., None, :, :], np.asarray(wt, dtype=_I)[..., :, None, :]
-    use = (d & 0x7FFF != 0) & (w & 0x7FFF != 0)
-    (cd, md), (cw, mw) = _operand(d), _operand(w)
-    coarse = np.where(use, cd + cw, 0)
-    top = coarse.max(axis=-1)
-    prod = booth_fp16((d ^ w) >> 15, mw, md, (top[..., None] - coarse) * 4)
-    total = np.where(use, prod, 0).sum(axis=-1)
-    out = (((top * 4) & 63) << 38) | (total & _M38)
-    wnan, wword = _nan_word(np.asarray(wt, dtype=_I))
-    dnan, dword = _nan_word(np.asarray(dat, dtype=_I))
-    out = np.where(dnan[..., None, :], dword[..., None, :], out)
-    return np.where(wnan[..., :, None], wword[..., :, None], out)
 
 
 def _align(e_mac, e_acc, m_mac, m_acc):
@@ -283,14 +186,79 @@ def _padding(padding) -> tuple[int, int, int, int]:
     )
 
 
-def _accumulate(acc, first: bool, dat: np.ndarray, wt: np.ndarray) -> np.ndarray:
-    """One atomic op per output (``dat`` ``[P, 64]``, ``wt`` ``[K, 64]``) added into ``acc``."""
-    k, p = wt.shape[0], dat.shape[0]
-    step = max(1, _CHUNK // (CHANNELS * k))
-    mac = np.concatenate(
-        [cmac_cell_fp16(dat[i : i + step], wt) for i in range(0, p, step)], axis=-1
-    )
-    return cacc_add_fp16(np.zeros_like(mac) if first else acc, mac)
+def _accumulate(acc: np.ndarray, mac: np.ndarray) -> np.ndarray:
+    """:func:`cacc_add_fp16` of every element, computed only where the CMAC mantissa is not 0:
+    elsewhere the cmod returns the accumulator unchanged (1322), and after ReLU many are 0."""
+    live = np.flatnonzero(mac & _M38)
+    if live.size > mac.size * 3 // 4:  # mostly live: gathering would cost more than it saves
+        return cacc_add_fp16(acc, mac)
+    out = acc.copy()
+    out.flat[live] = cacc_add_fp16(acc.flat[live], mac.flat[live])
+    return out
+
+
+def _pad_value(pad_value) -> int:
+    if (
+        not isinstance(pad_value, (int, np.integer))
+        or isinstance(pad_value, bool)
+        or not 0 <= pad_value <= 0xFFFF
+    ):
+        raise InvalidInputError(
+            f"conv_fp16: pad_value must be an fp16 word 0..65535, got {pad_value!r}"
+        )
+    return int(pad_value)
+
+
+def _groups(groups, shape_x, shape_w) -> int:
+    """``groups`` checked against x ``[C, H, W]`` and w ``[K, C / groups, R, S]``."""
+    if not isinstance(groups, (int, np.integer)) or isinstance(groups, bool) or groups < 1:
+        raise InvalidInputError(f"conv_fp16: groups must be an int >= 1, got {groups!r}")
+    (c, _, _), (k, cg, _, _) = shape_x, shape_w
+    if groups > 1 and (c % groups or k % groups or cg * groups != c):
+        raise InvalidInputError(
+            f"conv_fp16: groups = {groups} must divide C = {c} and K = {k}, and w {shape_w} "
+            f"(K, C / groups, R, S) must have {c // groups} channels"
+        )
+    return int(groups)
+
+
+def conv_fp16_grouped(
+    x, w, *, groups: int, stride=1, dilation=1, padding=0, pad_value: int = 0
+) -> np.ndarray:
+    """Grouped direct convolution (ONNX semantics) of fp16 data ``x`` ``[C, H, W]`` with fp16
+    weights ``w`` ``[K, C / groups, R, S]``: the fp32 words ``[K, OH, OW]`` (uint32) CACC sends
+    to the SDP. Each group is an independent NVDLA convolution (its own 64-channel groups) of
+    channels ``g * C / groups ...`` into kernels ``g * K / groups ...``; all groups are computed
+    together. Geometry as in :func:`conv_fp16`, which is this with ``groups=1``.
+
+    >>> x = np.array([2, 3], np.float16).reshape(2, 1, 1)
+    >>> conv_fp16_grouped(x, np.ones((2, 1, 1, 1), np.float16), groups=2).view(np.float32).ravel()
+    array([2., 3.], dtype=float32)
+    """
+    xw, ww = fp16_words(x, "x", 3), fp16_words(w, "w", 4)
+    stride, dilation = _pair(stride, "stride"), _pair(dilation, "dilation")
+    pads, pad_value = _padding(padding), _pad_value(pad_value)
+    groups = _groups(groups, xw.shape, ww.shape)
+    (c, h, wd), (k, cg, r, s) = xw.shape, ww.shape
+    oh, ow = conv_geometry((c // groups, h, wd), ww.shape, stride, dilation, pads)
+    (sy, sx), (dy, dx), (pl, pt, pr, pb) = stride, dilation, pads
+    xp = np.full((c, h + pt + pb, wd + pl + pr), pad_value, _I)  # every real channel is padded
+    xp[:, pt : pt + h, pl : pl + wd] = xw
+    xp = xp.reshape(groups, cg, *xp.shape[1:])
+    wg = ww.reshape(groups, k // groups, cg, r, s)
+    acc = None
+    # CSC's order: 64-channel groups outer, kernel taps inner (row-major); channels past C are
+    # left out, as their zero data and weights take no part in an atomic op
+    for c0 in range(0, cg, CHANNELS):
+        chans = slice(c0, c0 + CHANNELS)
+        for i in range(r):
+            for j in range(s):
+                rows = slice(i * dy, i * dy + (oh - 1) * sy + 1, sy)
+                cols = slice(j * dx, j * dx + (ow - 1) * sx + 1, sx)
+                dat = xp[:, chans, rows, cols].reshape(groups, -1, oh * ow).transpose(0, 2, 1)
+                mac = cmac_cell_fp16(dat, wg[:, :, chans, i, j])  # [groups, K / groups, P]
+                acc = _accumulate(np.zeros_like(mac) if acc is None else acc, mac)
+    return cacc_fp48_to_fp32(acc).astype(np.uint32).reshape(k, oh, ow)
 
 
 def conv_fp16(x, w, *, stride=1, dilation=1, padding=0, pad_value: int = 0) -> np.ndarray:
@@ -305,36 +273,9 @@ def conv_fp16(x, w, *, stride=1, dilation=1, padding=0, pad_value: int = 0) -> n
     >>> hex(int(conv_fp16(one * 3, one[None] * 2)[0, 0, 0]))
     '0x40c00000'
     """
-    xw, ww = fp16_words(x, "x", 3), fp16_words(w, "w", 4)
-    stride, dilation = _pair(stride, "stride"), _pair(dilation, "dilation")
-    pads = _padding(padding)
-    if (
-        not isinstance(pad_value, (int, np.integer))
-        or isinstance(pad_value, bool)
-        or not 0 <= pad_value <= 0xFFFF
-    ):
-        raise InvalidInputError(
-            f"conv_fp16: pad_value must be an fp16 word 0..65535, got {pad_value!r}"
-        )
-    oh, ow = conv_geometry(xw.shape, ww.shape, stride, dilation, pads)
-    (c, h, wd), (k, _, r, s) = xw.shape, ww.shape
-    (sy, sx), (dy, dx), (pl, pt, pr, pb) = stride, dilation, pads
-    groups = -(-c // CHANNELS)
-    xp = np.zeros((groups * CHANNELS, h + pt + pb, wd + pl + pr), _I)
-    xp[:c] = int(pad_value)
-    xp[:c, pt : pt + h, pl : pl + wd] = xw
-    wp = np.zeros((k, groups * CHANNELS, r, s), _I)
-    wp[:, :c] = ww
-    acc = None
-    for g in range(groups):
-        chans = slice(g * CHANNELS, (g + 1) * CHANNELS)
-        for i in range(r):
-            for j in range(s):
-                rows = slice(i * dy, i * dy + (oh - 1) * sy + 1, sy)
-                cols = slice(j * dx, j * dx + (ow - 1) * sx + 1, sx)
-                dat = xp[chans, rows, cols].reshape(CHANNELS, -1).T
-                acc = _accumulate(acc, acc is None, dat, wp[:, chans, i, j])
-    return cacc_fp48_to_fp32(acc).astype(np.uint32).reshape(k, oh, ow)
+    return conv_fp16_grouped(
+        x, w, groups=1, stride=stride, dilation=dilation, padding=padding, pad_value=pad_value
+    )
 
 
 #: the attrs of a ``conv_fp16`` conformance case (plain values; PAD_VALUE an fp16 word)
