@@ -272,9 +272,9 @@ def _check_usage(args: argparse.Namespace, backends: list[str]) -> dict:
         from quantemu.report import require_matplotlib
 
         require_matplotlib()
-    options = parse_options(args.option, backends, args.isa)
-    if args.against:
-        options = {**options, **parse_options(args.option, [args.against], args.isa)}
+    # With --against, BACKEND.KEY=VALUE may name either backend; KEY=VALUE goes to both.
+    options = parse_options(args.option, [*backends, *([args.against] if args.against else [])],
+                            args.isa)  # fmt: skip
     check_options(options)  # every backend's options, before anything is calibrated
     return options
 

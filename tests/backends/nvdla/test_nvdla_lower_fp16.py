@@ -306,3 +306,12 @@ def test_cli_fp16_without_eval_data_is_a_usage_error(tmp_path, capsys):
     # the INT8 pipeline still needs calibration data
     assert main(["run", str(path), "--backend", "nvdla", "-q"]) == 2
     assert "--calib DATA is required" in capsys.readouterr().err
+
+
+def test_cli_against_takes_an_option_scoped_to_the_main_backend(tmp_path, capsys):
+    path = _model_file(tmp_path)
+    data = tmp_path / "x.npy"
+    np.save(data, RNG.normal(size=(3, 2, 5, 5)).astype(np.float32))
+    argv = ["run", str(path), "--backend", "nvdla", "--option", "nvdla.precision=fp16", "-q"]
+    assert main([*argv, "--calib", str(data), "--against", "onednn"]) == 0
+    assert "quantized differently: fp16" in capsys.readouterr().out

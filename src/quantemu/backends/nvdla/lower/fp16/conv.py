@@ -4,8 +4,8 @@ The weights are converted to fp16 words (round to nearest even, as the compiler'
 conversion; a weight beyond ±65504 becomes ±Inf, and the layer's note says how many did). CACC
 sends fp32 words to the SDP, which adds the fp16 bias in its BS ALU (``FpAdd`` in fp32) and
 applies the fused activation (:func:`.sdp.activation_fields`), then ``Fp32ToFp16``. A grouped
-convolution is one NVDLA convolution per group. Gemm and MatMul with constant weights run as a
-1x1 convolution of their ``(N, K)`` input seen as ``(N, K, 1, 1)``.
+convolution is one NVDLA convolution per group (all groups computed together). Gemm and MatMul
+with constant weights run as a 1x1 convolution of their ``(N, K)`` input seen as ``(N, K, 1, 1)``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from quantemu.backends.nvdla.cc_fp16 import conv_fp16
+from quantemu.backends.nvdla.cc_fp16 import conv_fp16_grouped
 from quantemu.backends.nvdla.lower.conv import _check_dense_input, _conv_attrs, _weights_and_bias
 from quantemu.backends.nvdla.lower.fp16.check import Fp16Check, conv_max_exp, fp16_values
 from quantemu.backends.nvdla.lower.fp16.sdp import (
@@ -61,27 +61,16 @@ class Fp16ConvLayer(Layer):
         return LayerOutput(QTensor(y, self.encoding), counters)
 
     def _cacc_words(self, x: np.ndarray) -> np.ndarray:
-        """The fp32 words CACC sends to the SDP, ``(N, M, OH, OW)`` uint32."""
+        """The fp32 words CACC sends to the SDP, ``(N, M, OH, OW)`` uint32: one NVDLA
+        convolution per sample (every group of a sample in one pass)."""
         a = self.attrs
-        g = a["group"]
         pt, pl, pb, pr = a["pads"]
-        m = self.weights.shape[0]
-        w = self.weights.reshape(g, m // g, *self.weights.shape[1:])
-        cg = x.shape[1] // g
-        samples = []
-        for xi in x:  # samples and groups: each one NVDLA convolution (not a pixel loop)
-            parts = [
-                conv_fp16(
-                    fp16_values(xi[j * cg : (j + 1) * cg]),
-                    fp16_values(w[j]),
-                    stride=tuple(a["strides"]),
-                    dilation=tuple(a["dilations"]),
-                    padding=(pl, pt, pr, pb),
-                )
-                for j in range(g)
-            ]
-            samples.append(np.concatenate(parts, axis=0))
-        return np.stack(samples)
+        w = fp16_values(self.weights)
+        return np.stack([
+            conv_fp16_grouped(fp16_values(xi), w, groups=a["group"], stride=tuple(a["strides"]),
+                              dilation=tuple(a["dilations"]), padding=(pl, pt, pr, pb))
+            for xi in x
+        ])  # fmt: skip
 
 
 def _sdp_fields(node: Node, bias_words: np.ndarray | None) -> tuple[dict, dict]:
