@@ -11,6 +11,9 @@ Run: ``python bench/nvdla_fp16.py [--rounds R]`` (with quantemu installed, or ``
   conv of 28x28 data (dense and ReLU), a 256-channel depthwise 3x3 conv and a 256 -> 64 1x1
   conv.
 
+* ``model``: the demo CNN run whole on the FP16 pipeline (``precision=fp16``: every layer's
+  check against its local reference included) against the same model on the INT8 pipeline.
+
 Timings come from interleaved blocks (``_timing.compare``); printed as the median over rounds of
 the paired ratio with its spread.
 """
@@ -22,6 +25,7 @@ import time
 
 import numpy as np
 
+import quantemu
 from _timing import compare, machine_record
 from quantemu.backends.nvdla.cc_fp16 import (
     cacc_add_fp16,
@@ -29,6 +33,7 @@ from quantemu.backends.nvdla.cc_fp16 import (
     conv_fp16,
     conv_fp16_grouped,
 )
+from quantemu.data import demo_dataset, demo_model_path
 
 _I = np.int64
 _M32, _M38 = 0xFFFFFFFF, (1 << 38) - 1
@@ -155,6 +160,16 @@ def _vs_float(rng, rounds: int) -> None:
               f"({macs / c.median_time(0):6.1f} MMAC/s)  {c.summary()}")  # fmt: skip
 
 
+def _models(rounds: int) -> None:
+    xc, _ = demo_dataset("calib")
+    x = demo_dataset("test")[0][:32]
+    fp16 = quantemu.compile(demo_model_path(), backend="nvdla", precision="fp16")
+    int8 = quantemu.compile(demo_model_path(), backend="nvdla", calib=xc, progress=False)
+    c = compare([lambda: fp16.run(x), lambda: int8.run(x)], rounds, min_calls=1)
+    print(f"{'model demo, 32 samples':<34} fp16 {c.median_time(0) * 1e3:8.1f} ms  int8 "
+          f"{c.median_time(1) * 1e3:8.1f} ms  {c.summary()}")  # fmt: skip
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -164,6 +179,7 @@ def main(argv=None) -> int:
         print(line)
     _speedups(rng, args.rounds)
     _vs_float(rng, args.rounds)
+    _models(args.rounds)
     return 0
 
 

@@ -224,3 +224,14 @@ def test_fresh_cmod_conv_fp16_vectors_pass(tmp_path):
     tool.write_jsonl_gz(tool.generate(13, 20, exe), tmp_path / "out" / "conv_fp16.jsonl.gz")
     totals = run_suite(collect_files([tmp_path / "out"])).totals()
     assert totals.total == 20 and totals.passed == 20
+
+
+def test_a_batch_is_each_sample_on_its_own():
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((3, 6, 5, 4)) * 3).astype(np.float16)
+    x[1, :, 2] = 0  # zero rows: the CMAC skips them in one sample only
+    w = (rng.standard_normal((4, 3, 3, 2)) * 0.5).astype(np.float16)
+    got = conv_fp16_grouped(x, w, groups=2, stride=(2, 1), padding=(1, 0, 1, 2))
+    for n in range(3):
+        one = conv_fp16_grouped(x[n], w, groups=2, stride=(2, 1), padding=(1, 0, 1, 2))
+        np.testing.assert_array_equal(got[n], one)

@@ -225,26 +225,30 @@ def _groups(groups, shape_x, shape_w) -> int:
 def conv_fp16_grouped(
     x, w, *, groups: int, stride=1, dilation=1, padding=0, pad_value: int = 0
 ) -> np.ndarray:
-    """Grouped direct convolution (ONNX semantics) of fp16 data ``x`` ``[C, H, W]`` with fp16
-    weights ``w`` ``[K, C / groups, R, S]``: the fp32 words ``[K, OH, OW]`` (uint32) CACC sends
-    to the SDP. Each group is an independent NVDLA convolution (its own 64-channel groups) of
-    channels ``g * C / groups ...`` into kernels ``g * K / groups ...``; all groups are computed
-    together. Geometry as in :func:`conv_fp16`, which is this with ``groups=1``.
+    """Grouped direct convolution (ONNX semantics) of fp16 data ``x`` ``[C, H, W]`` (or a batch
+    ``[N, C, H, W]``) with fp16 weights ``w`` ``[K, C / groups, R, S]``: the fp32 words
+    ``[K, OH, OW]`` (``[N, K, OH, OW]``; uint32) CACC sends to the SDP. Each group of each
+    sample is an independent NVDLA convolution (its own 64-channel groups) of channels
+    ``g * C / groups ...`` into kernels ``g * K / groups ...``; all are computed together (the
+    samples' pixels side by side: every output is its own CMAC/CACC chain). Geometry as in
+    :func:`conv_fp16`, which is this with ``groups=1``.
 
     >>> x = np.array([2, 3], np.float16).reshape(2, 1, 1)
     >>> conv_fp16_grouped(x, np.ones((2, 1, 1, 1), np.float16), groups=2).view(np.float32).ravel()
     array([2., 3.], dtype=float32)
     """
-    xw, ww = fp16_words(x, "x", 3), fp16_words(w, "w", 4)
+    batched = np.ndim(x) == 4
+    xw, ww = fp16_words(x, "x", 4 if batched else 3), fp16_words(w, "w", 4)
+    xw = xw if batched else xw[None]
     stride, dilation = _pair(stride, "stride"), _pair(dilation, "dilation")
     pads, pad_value = _padding(padding), _pad_value(pad_value)
-    groups = _groups(groups, xw.shape, ww.shape)
-    (c, h, wd), (k, cg, r, s) = xw.shape, ww.shape
+    groups = _groups(groups, xw.shape[1:], ww.shape)
+    (n, c, h, wd), (k, cg, r, s) = xw.shape, ww.shape
     oh, ow = conv_geometry((c // groups, h, wd), ww.shape, stride, dilation, pads)
     (sy, sx), (dy, dx), (pl, pt, pr, pb) = stride, dilation, pads
-    xp = np.full((c, h + pt + pb, wd + pl + pr), pad_value, _I)  # every real channel is padded
-    xp[:, pt : pt + h, pl : pl + wd] = xw
-    xp = xp.reshape(groups, cg, *xp.shape[1:])
+    xp = np.full((n, c, h + pt + pb, wd + pl + pr), pad_value, _I)  # every real channel padded
+    xp[:, :, pt : pt + h, pl : pl + wd] = xw
+    xp = xp.reshape(n, groups, cg, *xp.shape[2:])
     wg = ww.reshape(groups, k // groups, cg, r, s)
     acc = None
     # CSC's order: 64-channel groups outer, kernel taps inner (row-major); channels past C are
@@ -255,10 +259,13 @@ def conv_fp16_grouped(
             for j in range(s):
                 rows = slice(i * dy, i * dy + (oh - 1) * sy + 1, sy)
                 cols = slice(j * dx, j * dx + (ow - 1) * sx + 1, sx)
-                dat = xp[:, chans, rows, cols].reshape(groups, -1, oh * ow).transpose(0, 2, 1)
-                mac = cmac_cell_fp16(dat, wg[:, :, chans, i, j])  # [groups, K / groups, P]
+                dat = xp[:, :, chans, rows, cols].transpose(1, 0, 3, 4, 2)  # [g, N, OH, OW, c]
+                dat = dat.reshape(groups, n * oh * ow, -1)
+                mac = cmac_cell_fp16(dat, wg[:, :, chans, i, j])  # [groups, K / groups, N*P]
                 acc = _accumulate(np.zeros_like(mac) if acc is None else acc, mac)
-    return cacc_fp48_to_fp32(acc).astype(np.uint32).reshape(k, oh, ow)
+    out = cacc_fp48_to_fp32(acc).astype(np.uint32).reshape(groups, k // groups, n, oh, ow)
+    out = out.transpose(2, 0, 1, 3, 4).reshape(n, k, oh, ow)
+    return out if batched else out[0]
 
 
 def conv_fp16(x, w, *, stride=1, dilation=1, padding=0, pad_value: int = 0) -> np.ndarray:

@@ -61,16 +61,13 @@ class Fp16ConvLayer(Layer):
         return LayerOutput(QTensor(y, self.encoding), counters)
 
     def _cacc_words(self, x: np.ndarray) -> np.ndarray:
-        """The fp32 words CACC sends to the SDP, ``(N, M, OH, OW)`` uint32: one NVDLA
-        convolution per sample (every group of a sample in one pass)."""
+        """The fp32 words CACC sends to the SDP, ``(N, M, OH, OW)`` uint32: every sample and
+        group in one :func:`conv_fp16_grouped` pass."""
         a = self.attrs
         pt, pl, pb, pr = a["pads"]
-        w = fp16_values(self.weights)
-        return np.stack([
-            conv_fp16_grouped(fp16_values(xi), w, groups=a["group"], stride=tuple(a["strides"]),
-                              dilation=tuple(a["dilations"]), padding=(pl, pt, pr, pb))
-            for xi in x
-        ])  # fmt: skip
+        return conv_fp16_grouped(fp16_values(x), fp16_values(self.weights), groups=a["group"],
+                                 stride=tuple(a["strides"]), dilation=tuple(a["dilations"]),
+                                 padding=(pl, pt, pr, pb))  # fmt: skip
 
 
 def _sdp_fields(node: Node, bias_words: np.ndarray | None) -> tuple[dict, dict]:
