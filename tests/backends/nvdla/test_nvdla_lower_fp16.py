@@ -23,6 +23,7 @@ from quantemu.backends.nvdla.registers import CdpRegisters, PoolingMethod, Preci
 from quantemu.calibration.ranges import NO_CALIBRATION
 from quantemu.cli import main
 from quantemu.data import demo_dataset, demo_model_path
+from quantemu.errors import InvalidInputError
 from quantemu.graph import load_onnx
 from quantemu.graph.zoo import resnet18
 from quantemu.intmath import window_columns
@@ -315,3 +316,8 @@ def test_cli_against_takes_an_option_scoped_to_the_main_backend(tmp_path, capsys
     argv = ["run", str(path), "--backend", "nvdla", "--option", "nvdla.precision=fp16", "-q"]
     assert main([*argv, "--calib", str(data), "--against", "onednn"]) == 0
     assert "quantized differently: fp16" in capsys.readouterr().out
+
+
+def test_int8_options_are_refused_with_fp16():
+    with pytest.raises(InvalidInputError, match="weights=per_filter has no meaning"):
+        _compile(_single("Relu", (1, 2, 3, 3)), weights="per_filter")

@@ -85,6 +85,20 @@ class Options(LoweringOptions):
                     f"nvdla lowering: option {name}={getattr(self, name)!r} is not valid; "
                     f"choose one of {', '.join(m.value for m in kind)}"
                 )
+        if self.precision is PipelinePrecision.FP16:
+            changed = [
+                f"{n}={getattr(self, n).value}"
+                for n, default in (("weights", WeightScaling.PER_KERNEL),
+                                   ("rescale", Rescale.AUTO),
+                                   ("scale_split", ScaleSplit.NVDLA_COMPILER))
+                if getattr(self, n) is not default
+            ]  # fmt: skip
+            if changed:
+                raise InvalidInputError(
+                    f"nvdla lowering: {', '.join(changed)} has no meaning with precision=fp16 "
+                    "(no integer scales: weights and activations are fp16); drop it, or use "
+                    "precision=int8"
+                )
         if self.weights is WeightScaling.PER_FILTER and self.rescale is Rescale.OUTPUT_CONVERTER:
             raise InvalidInputError(
                 "nvdla lowering: rescale=output_converter cannot express per-filter weight "
