@@ -43,6 +43,7 @@ from quantemu.errors import InvalidInputError, UnsupportedError
 from quantemu.graph.ir import Attrs, Node
 from quantemu.intmath import float32_round_half_up_add_floor, matmul_exact, window_columns
 from quantemu.program import Layer, LayerOutput, LinearEncoding, QTensor
+from quantemu.program.lowering import LoweringContext
 
 INT32_LIMIT = 1 << 31
 CACC_STEP = 64  # products per CACC step on the rare saturating path: |p| <= 64 * 2^14 = 2^20
@@ -247,14 +248,16 @@ def _check_dense_input(ctx: NvdlaContext, node: Node) -> None:
         )
 
 
-def _conv_attrs(node: Node) -> Attrs:
+def conv_attrs(node: Node) -> Attrs:
+    """The node's Conv attributes; a Gemm/MatMul's as a 1x1 convolution's."""
     if node.op_type == "Conv":
         return node.attrs
     return Attrs({"group": 1, "pads": (0, 0, 0, 0), "strides": (1, 1), "dilations": (1, 1)})
 
 
-def lower_conv(ctx: NvdlaContext, node: Node) -> ConvLayer:
-    """Conv / Gemm / MatMul (constant weights) -> CMAC + CACC + SDP (bias, rescale, act)."""
+def constant_weights(ctx: LoweringContext, node: Node):
+    """``(name, float weights [M, C/g, kh, kw], bias [M] or None, dense)`` of a Conv, or of a
+    Gemm/MatMul (as a 1x1 convolution); what the convolution core cannot take is an error."""
     dense = node.op_type != "Conv"
     if dense:
         _check_dense_input(ctx, node)
@@ -264,13 +267,19 @@ def lower_conv(ctx: NvdlaContext, node: Node) -> ConvLayer:
             f"{node}: weights {wname!r} are computed, not constant; NVDLA's convolution core "
             "reads weights from a constant blob"
         )
+    return wname, w, bias, dense
+
+
+def lower_conv(ctx: NvdlaContext, node: Node) -> ConvLayer:
+    """Conv / Gemm / MatMul (constant weights) -> CMAC + CACC + SDP (bias, rescale, act)."""
+    wname, w, bias, dense = constant_weights(ctx, node)
     fixed = _override_weights(ctx, wname, w.shape)
     if fixed is not None and dense and float(node.attrs.get("alpha", 1.0)) != 1.0:
         raise UnsupportedError(f"{node}: alpha != 1 with QDQ-quantized weights is not supported")
     per_filter = ctx.options.weights is WeightScaling.PER_FILTER
     q, s_w = fixed if fixed is not None else _filter_weights(w, per_filter)
     s_in, enc = ctx.encoding(node.inputs[0]).scale, ctx.new_encoding(node.outputs[0])
-    attrs = _conv_attrs(node)
+    attrs = conv_attrs(node)
     fields, operands = _sdp_fields(ctx, node, (s_in, s_w, enc.scale), bias)
     stages = [SdpStage(SdpRegisters(**fields), operands)]
     if node.attrs.get("activation") == "clip":

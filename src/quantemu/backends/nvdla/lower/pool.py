@@ -22,7 +22,7 @@ from quantemu.backends.nvdla.registers import PdpRegisters, PoolingMethod, Preci
 from quantemu.errors import UnsupportedError
 from quantemu.graph.ir import Node
 from quantemu.program import Layer, LayerOutput, LinearEncoding, QTensor
-from quantemu.program.lowering import NotLowerable
+from quantemu.program.lowering import LoweringContext, NotLowerable
 
 MAX_KERNEL, MAX_STRIDE, MAX_PAD = 8, 16, 7
 
@@ -88,8 +88,9 @@ def _pool_pads(node: Node, chw, average: bool) -> tuple[int, int, int, int]:
     return pads
 
 
-def lower_pool(ctx: NvdlaContext, node: Node) -> PdpLayer:
-    """MaxPool / AveragePool -> one PDP pass."""
+def pool_registers(ctx: LoweringContext, node: Node, precision: Precision = Precision.INT8):
+    """The PDP registers of a MaxPool / AveragePool (ceil mode folded into the pads), or why the
+    PDP cannot pool it."""
     a = node.attrs
     chw = ctx.shape(node.inputs[0])[1:]
     if tuple(a["dilations"]) != (1, 1):
@@ -98,9 +99,14 @@ def lower_pool(ctx: NvdlaContext, node: Node) -> PdpLayer:
     pads = _pool_pads(node, chw, average)
     _check_geometry(node, a["kernel_shape"], a["strides"], pads)
     method = PoolingMethod.AVERAGE if average else PoolingMethod.MAX
-    regs = program_pdp(chw, tuple(a["kernel_shape"]), stride=tuple(a["strides"]), pads=pads,
-                       method=method)  # fmt: skip
-    return _pdp_layer(ctx, node, (regs,), method, "")
+    return program_pdp(chw, tuple(a["kernel_shape"]), stride=tuple(a["strides"]), pads=pads,
+                       method=method, precision=precision)  # fmt: skip
+
+
+def lower_pool(ctx: NvdlaContext, node: Node) -> PdpLayer:
+    """MaxPool / AveragePool -> one PDP pass."""
+    regs = pool_registers(ctx, node)
+    return _pdp_layer(ctx, node, (regs,), regs.method, "")
 
 
 def _pdp_layer(ctx: NvdlaContext, node: Node, stages, method: PoolingMethod, note: str):
@@ -141,16 +147,26 @@ def global_pool_stages(
     return stages
 
 
-def lower_global_pool(ctx: NvdlaContext, node: Node) -> PdpLayer:
-    """GlobalAveragePool / GlobalMaxPool -> PDP passes (or a float fallback, noted)."""
+def global_pool_program(
+    ctx: LoweringContext, node: Node, precision: Precision = Precision.INT8
+) -> tuple[list[PdpRegisters], PoolingMethod]:
+    """The PDP stages of a GlobalAveragePool / GlobalMaxPool and its method;
+    :class:`NotLowerable` (the CPU) when the plane cannot be factored."""
     chw = ctx.shape(node.inputs[0])[1:]
     average = node.op_type == "GlobalAveragePool"
     method = PoolingMethod.AVERAGE if average else PoolingMethod.MAX
-    stages = global_pool_stages(chw, method)
+    stages = global_pool_stages(chw, method, precision)
     if stages is None:
         raise NotLowerable(
             f"plane {chw[1]}x{chw[2]} has a prime factor above the PDP kernel limit 8"
         )
+    return stages, method
+
+
+def lower_global_pool(ctx: NvdlaContext, node: Node) -> PdpLayer:
+    """GlobalAveragePool / GlobalMaxPool -> PDP passes (or a float fallback, noted)."""
+    stages, method = global_pool_program(ctx, node)
+    average = method is PoolingMethod.AVERAGE
     note = f"{len(stages)} PDP stages" if len(stages) > 1 else ""
     if len(stages) > 1 and average:
         note += " (each rounds half away from zero)"

@@ -123,12 +123,19 @@ def sdp_counters(results: Sequence[SdpResult], *, lut: bool = False) -> dict[str
         "output_clamped": sum(r.final_clamped for r in results),
     }
     if lut:
-        out["lut_underflow"] = sum(r.LUT_UFLOW for r in results)
-        out["lut_overflow"] = sum(r.LUT_OFLOW for r in results)
-        out["lut_hybrid"] = sum(r.LUT_HYBRID for r in results)
-        out["lut_le_hit"] = sum(r.LUT_LE_HIT for r in results)
-        out["lut_lo_hit"] = sum(r.LUT_LO_HIT for r in results)
+        out.update(lut_counters(results))
     return out
+
+
+def lut_counters(results: Sequence[SdpResult]) -> dict[str, int]:
+    """The five SDP LUT counters summed over passes, by report name."""
+    return {
+        "lut_underflow": sum(r.LUT_UFLOW for r in results),
+        "lut_overflow": sum(r.LUT_OFLOW for r in results),
+        "lut_hybrid": sum(r.LUT_HYBRID for r in results),
+        "lut_le_hit": sum(r.LUT_LE_HIT for r in results),
+        "lut_lo_hit": sum(r.LUT_LO_HIT for r in results),
+    }
 
 
 def converter_fields(factor: float, how: ScaleSplit | None) -> dict[str, int]:

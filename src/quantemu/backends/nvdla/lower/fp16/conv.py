@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from quantemu.backends.nvdla.cc_fp16 import conv_fp16_grouped
-from quantemu.backends.nvdla.lower.conv import _check_dense_input, _conv_attrs, _weights_and_bias
+from quantemu.backends.nvdla.lower.conv import constant_weights, conv_attrs
 from quantemu.backends.nvdla.lower.fp16.check import Fp16Check, conv_max_exp, fp16_values
 from quantemu.backends.nvdla.lower.fp16.sdp import (
     Fp16Pass,
@@ -26,7 +26,6 @@ from quantemu.backends.nvdla.lower.fp16.sdp import (
     run_passes,
 )
 from quantemu.backends.nvdla.registers import AluAlgo, OperandSource
-from quantemu.errors import UnsupportedError
 from quantemu.graph.ir import Attrs, Node
 from quantemu.program import Encoding, Layer, LayerOutput, QTensor
 from quantemu.program.lowering import LoweringContext
@@ -83,15 +82,7 @@ def _sdp_fields(node: Node, bias_words: np.ndarray | None) -> tuple[dict, dict]:
 
 def lower_conv_fp16(ctx: LoweringContext, node: Node) -> Fp16ConvLayer:
     """Conv / Gemm / MatMul (constant weights) -> CMAC + CACC + SDP in FP16."""
-    dense = node.op_type != "Conv"
-    if dense:
-        _check_dense_input(ctx, node)
-    wname, w, bias = _weights_and_bias(ctx, node)
-    if w is None:
-        raise UnsupportedError(
-            f"{node}: weights {wname!r} are computed, not constant; NVDLA's convolution core "
-            "reads weights from a constant blob"
-        )
+    _, w, bias, dense = constant_weights(ctx, node)
     words = fp16_words(w)
     bias_words = None if bias is None else fp16_words(np.asarray(bias).reshape(-1))
     fields, operands = _sdp_fields(node, bias_words)
@@ -99,7 +90,7 @@ def lower_conv_fp16(ctx: LoweringContext, node: Node) -> Fp16ConvLayer:
     note = "CMAC block floating point + CACC fp48 (cmod); SDP fp32, out fp16"
     if overflow:
         note += f"; {overflow} weight(s) beyond ±65504 became ±Inf in fp16"
-    attrs = _conv_attrs(node)
+    attrs = conv_attrs(node)
     return ctx.layer(Fp16ConvLayer, node, op="cacc+sdp_fp16" + ("(fc)" if dense else ""),
                      inputs=node.inputs[:1], note=note, encoding=ctx.new_encoding(node.outputs[0]),
                      weights=words, attrs=attrs, dense=dense,

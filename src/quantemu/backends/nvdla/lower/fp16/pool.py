@@ -16,15 +16,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from quantemu.backends.nvdla.lower.fp16.check import Fp16Check, fp16_values, pool_window_max
-from quantemu.backends.nvdla.lower.pool import _check_geometry, _pool_pads, global_pool_stages
+from quantemu.backends.nvdla.lower.pool import global_pool_program, pool_registers
 from quantemu.backends.nvdla.pdp_fp16 import check_supported, pdp_fp16
-from quantemu.backends.nvdla.quantize import program_pdp
 from quantemu.backends.nvdla.registers import PdpRegisters, PoolingMethod, Precision
 from quantemu.backends.nvdla.sdp_fp16 import nan_outputs, saturated_fp16
-from quantemu.errors import UnsupportedError
 from quantemu.graph.ir import Node
 from quantemu.program import Encoding, Layer, LayerOutput, QTensor
-from quantemu.program.lowering import LoweringContext, NotLowerable
+from quantemu.program.lowering import LoweringContext
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,34 +60,20 @@ def _layer(ctx: LoweringContext, node: Node, *, stages, method: PoolingMethod, w
 
 def lower_pool_fp16(ctx: LoweringContext, node: Node) -> Fp16PdpLayer:
     """MaxPool / AveragePool -> one FP16 PDP pass."""
-    a = node.attrs
-    chw = ctx.shape(node.inputs[0])[1:]
-    if tuple(a["dilations"]) != (1, 1):
-        raise UnsupportedError(f"{node}: dilated pooling is not supported by the PDP")
-    average = node.op_type == "AveragePool"
-    pads = _pool_pads(node, chw, average)
-    _check_geometry(node, a["kernel_shape"], a["strides"], pads)
-    method = PoolingMethod.AVERAGE if average else PoolingMethod.MAX
-    kernel, strides = tuple(a["kernel_shape"]), tuple(a["strides"])
-    regs = program_pdp(chw, kernel, stride=strides, pads=pads, method=method,
-                       precision=Precision.FP16)  # fmt: skip
+    regs = pool_registers(ctx, node, Precision.FP16)
     check_supported(regs)  # what the cmod leaves undefined fails here, not at run time
+    g = regs.geometry()
+    window = ((g.kernel_height, g.kernel_width), (g.stride_height, g.stride_width),
+              (g.pad_top, g.pad_left, g.pad_bottom, g.pad_right))  # fmt: skip
+    average = regs.method is PoolingMethod.AVERAGE
     note = "fp17 sums, firmware fp17 reciprocals" if average else "fp16 word compare"
-    return _layer(ctx, node, stages=(regs,), method=method, window=(kernel, strides, pads),
-                  note=note)  # fmt: skip
+    return _layer(ctx, node, stages=(regs,), method=regs.method, window=window, note=note)
 
 
 def lower_global_pool_fp16(ctx: LoweringContext, node: Node) -> Fp16PdpLayer:
     """GlobalAveragePool / GlobalMaxPool -> FP16 PDP stages (or the CPU, noted)."""
-    chw = ctx.shape(node.inputs[0])[1:]
-    average = node.op_type == "GlobalAveragePool"
-    method = PoolingMethod.AVERAGE if average else PoolingMethod.MAX
-    stages = global_pool_stages(chw, method, precision=Precision.FP16)
-    if stages is None:
-        raise NotLowerable(
-            f"plane {chw[1]}x{chw[2]} has a prime factor above the PDP kernel limit 8"
-        )
+    stages, method = global_pool_program(ctx, node, Precision.FP16)
     note = f"{len(stages)} PDP stages" if len(stages) > 1 else ""
-    if len(stages) > 1 and average:
+    if len(stages) > 1 and method is PoolingMethod.AVERAGE:
         note += " (each rounds to fp16)"
     return _layer(ctx, node, stages=stages, method=method, window=None, note=note)

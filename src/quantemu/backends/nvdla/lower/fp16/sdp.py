@@ -18,6 +18,7 @@ from types import MappingProxyType
 
 import numpy as np
 
+from quantemu.backends.nvdla.lower.sdp import lut_counters
 from quantemu.backends.nvdla.registers import AluAlgo, OperandSource, SdpRegisters
 from quantemu.backends.nvdla.registers.types import Precision
 from quantemu.backends.nvdla.sdp import SdpResult, sdp
@@ -96,11 +97,7 @@ def fp16_counters(results: Sequence[SdpResult], *, lut: bool = False) -> dict[st
         "inf_inputs": sum(r.STATUS_INF_INPUT_NUM for r in results),
     }
     if lut:
-        out["lut_underflow"] = sum(r.LUT_UFLOW for r in results)
-        out["lut_overflow"] = sum(r.LUT_OFLOW for r in results)
-        out["lut_hybrid"] = sum(r.LUT_HYBRID for r in results)
-        out["lut_le_hit"] = sum(r.LUT_LE_HIT for r in results)
-        out["lut_lo_hit"] = sum(r.LUT_LO_HIT for r in results)
+        out.update(lut_counters(results))
     return out
 
 
