@@ -36,7 +36,7 @@ from quantemu.intmath.nvdla_float import (
     fp32_relu_nvdla,
     fp32_to_fp16_rne_sat_nvdla,
 )
-from quantemu.program import FP16
+from quantemu.program import FP16, QTensor
 
 RNG = np.random.default_rng(2111)
 
@@ -321,3 +321,17 @@ def test_cli_against_takes_an_option_scoped_to_the_main_backend(tmp_path, capsys
 def test_int8_options_are_refused_with_fp16():
     with pytest.raises(InvalidInputError, match="weights=per_filter has no meaning"):
         _compile(_single("Relu", (1, 2, 3, 3)), weights="per_filter")
+
+
+def test_conv_counts_the_cdmas_nan_and_inf_inputs():
+    w = np.ones((1, 1, 1, 1), np.float32)
+    prog = _compile(_single("Conv", (1, 1, 2, 2), {"w": w}))
+    codes = _words([[[[1.0, 2.0], [3.0, 4.0]]]])
+    codes[0, 0, 0, 1], codes[0, 0, 1, 0] = 0x7E00, 0xFC00  # a NaN and -Inf word
+    r = prog.run_feeds({"x": QTensor(codes, FP16)})
+    c = r.counters["conv"]
+    assert (c["nan_inputs"], c["inf_inputs"]) == (1, 1)
+    y = r.tensors["y"].codes.ravel()
+    # CMAC: the NaN wins its output with its payload; Inf is 65536 there, saturated to -65504
+    assert y[1] & 0x7C00 == 0x7C00 and y[1] & 0x3FF and y[2] == _words(-65504.0)
+    assert c["nan_outputs"] == 1 and c["output_saturated"] == 1

@@ -6,6 +6,8 @@ sends fp32 words to the SDP, which adds the fp16 bias in its BS ALU (``FpAdd`` i
 applies the fused activation (:func:`.sdp.activation_fields`), then ``Fp32ToFp16``. A grouped
 convolution is one NVDLA convolution per group (all groups computed together). Gemm and MatMul
 with constant weights run as a 1x1 convolution of their ``(N, K)`` input seen as ``(N, K, 1, 1)``.
+The CDMA passes FP16 feature data unchanged (no mean or scale in FP16; ``NAN_TO_ZERO`` off) and
+counts its NaN and Inf words: the layer's ``nan_inputs`` and ``inf_inputs``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from quantemu.backends.nvdla.lower.fp16.sdp import (
     fp16_counters,
     fp16_pass,
     fp16_words,
+    nan_inf_counts,
     run_passes,
 )
 from quantemu.backends.nvdla.registers import AluAlgo, OperandSource
@@ -49,7 +52,9 @@ class Fp16ConvLayer(Layer):
             x = x.reshape(x.shape[0], -1, 1, 1)
         acc = self._cacc_words(x)
         y, results = run_passes(self.passes, acc)
-        counters = fp16_counters(results)
+        # The SDP reads CACC's fp32 words, which it does not count; the NaN/Inf input counters
+        # of a convolution are the CDMA's, over the fp16 data it passes on unchanged.
+        counters = {**fp16_counters(results), **nan_inf_counts(x)}
         a = self.attrs
         max_exp = conv_max_exp(x, self.weights, group=a["group"], strides=a["strides"],
                                dilations=a["dilations"], pads=a["pads"])  # fmt: skip

@@ -101,6 +101,17 @@ def fp16_counters(results: Sequence[SdpResult], *, lut: bool = False) -> dict[st
     return out
 
 
+def nan_inf_counts(words: np.ndarray) -> dict[str, int]:
+    """``nan_inputs`` and ``inf_inputs``: the NaN and ±Inf words among fp16 ``words``."""
+    w = np.asarray(words).astype(np.uint16, copy=False)
+    top = (w & 0x7C00) == 0x7C00
+    frac = (w & 0x03FF) != 0
+    return {
+        "nan_inputs": int(np.count_nonzero(top & frac)),
+        "inf_inputs": int(np.count_nonzero(top & ~frac)),
+    }
+
+
 def activation_fields(attrs: Attrs | Mapping, kind: str | None) -> dict[str, int]:
     """Registers applying activation ``kind`` (``relu``, ``clip``, ``leaky_relu`` or None) with
     the BN unit (and EW's ALU for Clip's upper bound); ``attrs`` holds its parameters as the
