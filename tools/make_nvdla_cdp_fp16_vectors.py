@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -43,16 +42,16 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tools/ is not a package
-from make_nvdla_fp16_vectors import (
-    AC_FIXED_PATCH,
-    COMMIT,
-    CXX,
-    STUB_LOG_H,
-    CmodUnavailable,
-    _git,
-    _show,
-    default_hw,
+from nvdla_cmod_fp import COMMIT, CmodUnavailable
+from nvdla_cmod_src import (
+    ARNVDLA,
+    HLS_HEADERS,
+    compile_harness,
+    require_cxx,
+    sources,
     write_jsonl_gz,
+    write_sources,
+    write_stubs,
 )
 
 HARNESS_CPP = Path(__file__).resolve().with_name("nvdla_cdp_fp16_harness.cpp")
@@ -75,17 +74,14 @@ CMOD_SOURCES = (
     *(f"cmod/hls/vlibs/{name}.cpp" for name in _VLIBS),
 )
 CMOD_HEADERS = (
-    *(f"cmod/hls/include/{n}" for n in ("nvdla_float.h", "nvdla_int.h", "nvdla_common.h",
-                                         "ac_int.h", "ac_fixed.h", "ac_channel.h")),
+    *HLS_HEADERS,
     "cmod/hls/vlibs/vlibs.h",
     "cmod/hls/cdp_libs/cdp_icvt.h",
     "cmod/hls/cdp_libs/cdp_ocvt.h",
     "cmod/hls/cdp_libs/cdp_sq.h",
     "cmod/hls_wrapper/cdp_hls_wrapper.h",
-    "cmod/include/arnvdla.h",
-    "cmod/include/arnvdla.uh",
-)  # fmt: skip
-STUB_SYSTEMC_H = "// Empty stand-in: the CDP HLS wrappers include <systemc.h> but use none of it.\n"
+    *ARNVDLA,
+)
 SOURCE = (
     f"NVDLA cmod (nvdla/hw nvdlav1 {COMMIT}), x86 build: HLS_CDP_lookup_fp16 of "
     "cmod/hls_wrapper/cdp_hls_wrapper.cpp with cmod/hls/cdp_libs and cmod/hls/vlibs; driven by "
@@ -140,28 +136,11 @@ KINDS = ("realistic", "edge", "flows", "bypass", "le_linear", "random")
 
 def build(hw: Path | None, out_dir: Path) -> Path:
     """Extract the cmod at ``COMMIT`` into ``out_dir`` and compile the harness; its path."""
-    if shutil.which(CXX) is None:
-        raise CmodUnavailable(f"{CXX} is not installed; it is needed to compile the NVDLA cmod")
-    git = _git(Path(hw) if hw is not None else default_hw())
+    require_cxx()
     src = out_dir / "src"
-    (src / "stub").mkdir(parents=True, exist_ok=True)
-    for path in CMOD_SOURCES + CMOD_HEADERS:
-        text = _show(git, path)
-        if path.endswith("/ac_fixed.h"):
-            old, new = AC_FIXED_PATCH
-            if text.count(old) != 1:
-                raise CmodUnavailable(f"ac_fixed.h: patch site found {text.count(old)} times")
-            text = text.replace(old, new)
-        (src / Path(path).name).write_text(text, encoding="latin-1")
-    (src / "stub" / "log.h").write_text(STUB_LOG_H)
-    (src / "stub" / "systemc.h").write_text(STUB_SYSTEMC_H)
-    exe = out_dir / "nvdla_cdp_fp16_harness"
-    cmd = [CXX, "-std=c++98", "-O1", "-w", f"-I{src / 'stub'}", f"-I{src}", str(HARNESS_CPP),
-           *(str(src / Path(p).name) for p in CMOD_SOURCES), "-o", str(exe)]  # fmt: skip
-    result = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=900)
-    if result.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({result.returncode}):\n{result.stderr}")
-    return exe
+    write_sources(sources(hw), CMOD_SOURCES + CMOD_HEADERS, src)
+    write_stubs(src, systemc=True)
+    return compile_harness(HARNESS_CPP, src, CMOD_SOURCES, out_dir / "nvdla_cdp_fp16_harness")
 
 
 def run_case(exe: Path, attrs: dict, x: list, le: list, lo: list) -> dict:

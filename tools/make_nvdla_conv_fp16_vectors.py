@@ -47,15 +47,15 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tools/ is not a package
-from make_nvdla_fp16_vectors import (
-    COMMIT,
-    CXX,
-    STUB_LOG_H,
-    CmodUnavailable,
-    _git,
-    _show,
-    default_hw,
+from nvdla_cmod_fp import COMMIT, CmodUnavailable
+from nvdla_cmod_src import (
+    compile_harness,
+    cut_lines,
+    require_cxx,
+    show_text,
+    sources,
     write_jsonl_gz,
+    write_stubs,
 )
 
 HARNESS_CPP = Path(__file__).resolve().with_name("nvdla_cc_fp16_harness.cpp")
@@ -85,16 +85,13 @@ PADS = ("PAD_LEFT", "PAD_TOP", "PAD_RIGHT", "PAD_BOTTOM")
 
 def extract(hw: Path | None, dest: Path) -> Path:
     """Write the cut cmod include files, ``arnvdla.h`` and the stub ``log.h`` into ``dest``."""
-    git = _git(Path(hw) if hw is not None else default_hw())
+    git = sources(hw)
     dest.mkdir(parents=True, exist_ok=True)
     for name, (path, (first, last), expected) in LINE_RANGES.items():
-        lines = _show(git, path).split("\n")
-        if not lines[first - 1].startswith(expected):
-            raise CmodUnavailable(f"{path}: line {first} is not '{expected}...'")
-        (dest / name).write_text("\n".join(lines[first - 1 : last]) + "\n", encoding="latin-1")
-    (dest / "arnvdla.h").write_text(_show(git, "cmod/include/arnvdla.h"), encoding="latin-1")
-    (dest / "stub").mkdir(exist_ok=True)
-    (dest / "stub" / "log.h").write_text(STUB_LOG_H)
+        text = cut_lines(show_text(git, path), path, first, last, expected)
+        (dest / name).write_text(text, encoding="latin-1")
+    (dest / "arnvdla.h").write_text(show_text(git, "cmod/include/arnvdla.h"), encoding="latin-1")
+    write_stubs(dest, systemc=False)
     return dest
 
 
@@ -133,18 +130,14 @@ def find_systemc(explicit: Path | None, build_dir: Path) -> tuple[Path, Path]:
 
 def build(hw: Path | None = None, out_dir: Path | None = None, systemc: Path | None = None):
     """Extract the cmod at :data:`COMMIT` and compile the harness; return the executable's path."""
-    if shutil.which(CXX) is None:
-        raise CmodUnavailable(f"{CXX} is not installed; it is needed to compile the NVDLA cmod")
+    require_cxx()
     out_dir = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="nvdla_cc_fp16_"))
     src = extract(hw, out_dir / "src")
     inc, lib = find_systemc(systemc, out_dir)
-    exe = out_dir / HARNESS_NAME
-    cmd = [CXX, "-O1", "-w", f"-I{src / 'stub'}", f"-I{src}", f"-I{inc}", str(HARNESS_CPP)]
-    cmd += ["-o", str(exe), f"-L{lib}", "-lsystemc", f"-Wl,-rpath,{lib}"]
-    result = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=900)
-    if result.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({result.returncode}):\n{result.stderr}")
-    return exe
+    # SystemC 2.3 is C++11 (no -std=c++98 here); the harness is one translation unit
+    return compile_harness(HARNESS_CPP, src, (), out_dir / HARNESS_NAME,
+                           flags=("-O1", "-w"), include=(inc,),
+                           link=(f"-L{lib}", "-lsystemc", f"-Wl,-rpath,{lib}"))  # fmt: skip
 
 
 # --- CSC's order of atomic ops (data movement only) ----------------------------------------------

@@ -28,17 +28,17 @@ cmod files of https://github.com/nvdla/hw branch ``nvdlav1`` at commit :data:`CO
 mirror or a checkout (``--hw``, else ``$QUANTEMU_NVDLA_HW``, else ``/work/.mirror/nvdla+hw/repo``):
 :data:`CMOD_SOURCES` (the SDP HLS cores ``cmod/hls/sdp/sdp_{x,y,y_core,y_cvt,y_idx,y_inp,c}.cpp``
 and ``cmod/hls_wrapper/sdp_hls_wrapper.cpp``, compiled unchanged) and :data:`CMOD_HEADERS`;
-applies the one syntax patch :data:`AC_FIXED_PATCH` to ``ac_fixed.h`` (``.slc<`` ->
+applies the one syntax patch ``nvdla_cmod_fp.AC_FIXED_PATCH`` to ``ac_fixed.h`` (``.slc<`` ->
 ``.template slc<``, which modern g++ needs; no arithmetic changes); writes three include files cut
 verbatim from the commit (the ``Register field variables`` blocks of
 ``cmod/sdp/gen/sdp_reg_model.h`` and ``sdp_rdma_reg_model.h``, and lines 646-720 of
 ``cmod/sdp/NV_NVDLA_sdp.cpp``, the body of ``NV_NVDLA_sdp::SdpConfigHls()``) and a stub
-``log.h`` (:data:`STUB_LOG_H`: the cmod's log.h needs SystemC; the stub's debug macros expand to
-nothing, no arithmetic); and compiles ``tools/nvdla_sdp_fp16_harness.cpp`` with them
-(:data:`CXXFLAGS`: ``g++ -std=c++98 -O1``). The harness (see its header) reads one case as text,
-runs the cmod's configuration, input handling, ``sdp_hls_wrapper::sdp()`` and compare-mode rule,
-and prints the output words and counters; it has no arithmetic of its own. Each case runs in a
-fresh process.
+``log.h`` (``nvdla_cmod_src.STUB_LOG_H``: the cmod's log.h needs SystemC; the stub's debug
+macros expand to nothing, no arithmetic); and compiles ``tools/nvdla_sdp_fp16_harness.cpp``
+with them (``nvdla_cmod_src.CXXFLAGS``: ``g++ -std=c++98 -O1``). The harness (see its header)
+reads one case as text, runs the cmod's configuration, input handling, ``sdp_hls_wrapper::sdp()``
+and compare-mode rule, and prints the output words and counters; it has no arithmetic of its
+own. Each case runs in a fresh process.
 
 ``--verify FILE`` instead reruns the harness on every case of an existing vector file and checks
 that it reproduces the expected outputs exactly (exit 1 on any difference).
@@ -50,25 +50,26 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import io
 import json
 import math
-import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tools/ is not a package
-from nvdla_cmod_fp import (
-    AC_FIXED_PATCH,
-    COMMIT,
-    ENV_HW,
-    CmodUnavailable,
-    _git,
-    default_hw,
+from nvdla_cmod_fp import COMMIT, ENV_HW, CmodUnavailable
+from nvdla_cmod_src import (
+    ARNVDLA,
+    HLS_HEADERS,
+    compile_harness,
+    require_cxx,
+    show_text,
+    sources,
+    write_jsonl_gz,
+    write_sources,
+    write_stubs,
 )
-from nvdla_cmod_fp import _show as _show_bytes
 from nvdla_fp16_cases import (
     COUNTERS,
     FIELDS,
@@ -92,18 +93,7 @@ CMOD_SOURCES = (
     "cmod/hls/sdp/sdp_c.cpp",
     "cmod/hls_wrapper/sdp_hls_wrapper.cpp",
 )
-CMOD_HEADERS = (
-    "cmod/hls/include/nvdla_float.h",
-    "cmod/hls/include/nvdla_int.h",
-    "cmod/hls/include/nvdla_common.h",
-    "cmod/hls/include/ac_int.h",
-    "cmod/hls/include/ac_fixed.h",
-    "cmod/hls/include/ac_channel.h",
-    "cmod/hls/sdp/sdp.h",
-    "cmod/hls_wrapper/sdp_hls_wrapper.h",
-    "cmod/include/arnvdla.h",
-    "cmod/include/arnvdla.uh",
-)
+CMOD_HEADERS = (*HLS_HEADERS, "cmod/hls/sdp/sdp.h", "cmod/hls_wrapper/sdp_hls_wrapper.h", *ARNVDLA)
 # (source, first line, last line, line before, line after): the body of SdpConfigHls(), 1-based.
 CONFIG_BODY = (
     "cmod/sdp/NV_NVDLA_sdp.cpp",
@@ -117,27 +107,6 @@ REG_FIELD_BLOCKS = {
     "sdp_reg_fields.inc": "cmod/sdp/gen/sdp_reg_model.h",
     "sdp_rdma_reg_fields.inc": "cmod/sdp/gen/sdp_rdma_reg_model.h",
 }
-STUB_LOG_H = """\
-// Stub for cmod/include/log.h, which needs SystemC. The cmod's debug and info messages expand to
-// nothing; cslAssert is assert. The C headers below are the ones systemc.h used to provide to the
-// files that include log.h (uint*_t, pow, assert). No arithmetic.
-#ifndef __LOG_H__
-#define __LOG_H__
-#include <assert.h>
-#include <math.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <string.h>
-#include <cstdlib>
-#include <iostream>
-#define cslDebug(args) do { } while (0)
-#define cslInfo(args) do { } while (0)
-#define FAIL(args) do { } while (0)
-#define cslAssert(expr) assert(expr)
-#endif
-"""
-CXX = "g++"
-CXXFLAGS = ("-std=c++98", "-O1", "-w")
 HARNESS_NAME = "nvdla_sdp_fp16_harness"
 SOURCE = (
     f"NVDLA cmod (nvdla/hw nvdlav1 {COMMIT}), x86 build: "
@@ -148,11 +117,6 @@ SOURCE = (
 
 
 # --- extracting and building the harness ---------------------------------------------------------
-
-
-def _show(git: list[str], path: str) -> str:
-    """A cmod source at :data:`COMMIT` as text (the cmod's files are Latin-1)."""
-    return _show_bytes(git, path).decode("latin-1")
 
 
 def _reg_field_block(text: str, path: str) -> str:
@@ -178,47 +142,23 @@ def _config_body(text: str) -> str:
 
 def extract(hw: Path | None, dest: Path) -> Path:
     """Write the cmod files, the generated include files and the stub into ``dest``."""
-    git = _git(Path(hw) if hw is not None else default_hw())
-    dest.mkdir(parents=True, exist_ok=True)
-    for path in CMOD_SOURCES + CMOD_HEADERS:
-        text = _show(git, path)
-        if path.endswith("/ac_fixed.h"):
-            old, new = AC_FIXED_PATCH
-            if text.count(old) != 1:
-                raise CmodUnavailable(f"ac_fixed.h: patch site found {text.count(old)} times")
-            text = text.replace(old, new)
-        (dest / Path(path).name).write_text(text, encoding="latin-1")
+    git = sources(hw)
+    write_sources(git, CMOD_SOURCES + CMOD_HEADERS, dest)
     for name, path in REG_FIELD_BLOCKS.items():
-        (dest / name).write_text(_reg_field_block(_show(git, path), path), encoding="latin-1")
+        (dest / name).write_text(_reg_field_block(show_text(git, path), path), encoding="latin-1")
     (dest / "sdp_config_hls_body.inc").write_text(
-        _config_body(_show(git, CONFIG_BODY[0])), encoding="latin-1"
+        _config_body(show_text(git, CONFIG_BODY[0])), encoding="latin-1"
     )
-    (dest / "stub").mkdir(exist_ok=True)
-    (dest / "stub" / "log.h").write_text(STUB_LOG_H)
+    write_stubs(dest, systemc=False)
     return dest
 
 
 def build(hw: Path | None = None, out_dir: Path | None = None) -> Path:
     """Extract the cmod at :data:`COMMIT` and compile the harness; return the executable's path."""
-    if shutil.which(CXX) is None:
-        raise CmodUnavailable(f"{CXX} is not installed; it is needed to compile the NVDLA cmod")
+    require_cxx()
     out_dir = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="nvdla_sdp_fp16_"))
     src = extract(hw, out_dir / "src")
-    exe = out_dir / HARNESS_NAME
-    cmd = [
-        CXX,
-        *CXXFLAGS,
-        f"-I{src / 'stub'}",
-        f"-I{src}",
-        str(HARNESS_CPP),
-        *(str(src / Path(p).name) for p in CMOD_SOURCES),
-        "-o",
-        str(exe),
-    ]
-    result = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=900)
-    if result.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({result.returncode}):\n{result.stderr}")
-    return exe
+    return compile_harness(HARNESS_CPP, src, CMOD_SOURCES, out_dir / HARNESS_NAME)
 
 
 # --- running one case ----------------------------------------------------------------------------
@@ -327,16 +267,6 @@ def generate(seed: int, n_cases: int, exe: Path) -> list[dict]:
         expected = run_harness(exe, harness_input(c.attrs, c.x_dtype, c.x, arrays))
         records.append(case_record(c, f"nvdla/sdp_fp16/s{seed}-{index:05d}", expected))
     return records
-
-
-def write_jsonl_gz(records: list[dict], path: Path) -> None:
-    """One JSON object per line, compact, gzip with mtime 0 (byte-identical for a seed)."""
-    text = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records)
-    buf = io.BytesIO()
-    with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0, compresslevel=9) as gz:
-        gz.write(text.encode())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(buf.getvalue())
 
 
 # --- verifying the harness against an existing vector file ---------------------------------------

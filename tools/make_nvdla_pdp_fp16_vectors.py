@@ -24,7 +24,7 @@ nvdla/hw ``nvdlav1`` at :data:`COMMIT` (a bare mirror or checkout: ``--hw``, els
 ``$QUANTEMU_NVDLA_HW``, else ``/work/.mirror/nvdla+hw/repo``) the HLS cores
 ``cmod/hls_wrapper/pdp_hls_wrapper.cpp`` and the six ``cmod/hls/vlibs`` files it calls (compiled
 unchanged), their headers (``ac_fixed.h`` with the one syntax patch of
-``make_nvdla_fp16_vectors.py``), and three include files cut verbatim from
+``nvdla_cmod_fp.py``), and three include files cut verbatim from
 ``cmod/pdp/NV_NVDLA_pdp.h``/``.cpp`` (:data:`LINE_RANGES`: the defines and the PDP sequencer);
 then compiles ``tools/nvdla_pdp_fp16_harness.cpp`` (which runs the sequencer verbatim in a
 stand-in class; no arithmetic of its own) with ``g++ -std=c++98 -O1``. Each case runs in a fresh
@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -47,17 +46,18 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tools/ is not a package
-from make_nvdla_fp16_vectors import (
-    AC_FIXED_PATCH,
-    COMMIT,
-    CXX,
-    CXXFLAGS,
-    STUB_LOG_H,
-    CmodUnavailable,
-    _git,
-    _show,
-    default_hw,
+from nvdla_cmod_fp import COMMIT, CmodUnavailable
+from nvdla_cmod_src import (
+    ARNVDLA,
+    HLS_HEADERS,
+    compile_harness,
+    cut_lines,
+    require_cxx,
+    show_text,
+    sources,
     write_jsonl_gz,
+    write_sources,
+    write_stubs,
 )
 
 HARNESS_CPP = Path(__file__).resolve().with_name("nvdla_pdp_fp16_harness.cpp")
@@ -67,18 +67,8 @@ CMOD_SOURCES = (
     "cmod/hls_wrapper/pdp_hls_wrapper.cpp",
     *(f"cmod/hls/vlibs/{name}.cpp" for name in VLIBS),
 )
-CMOD_HEADERS = (
-    "cmod/hls/include/nvdla_float.h",
-    "cmod/hls/include/nvdla_int.h",
-    "cmod/hls/include/nvdla_common.h",
-    "cmod/hls/include/ac_int.h",
-    "cmod/hls/include/ac_fixed.h",
-    "cmod/hls/include/ac_channel.h",
-    "cmod/hls/vlibs/vlibs.h",
-    "cmod/hls_wrapper/pdp_hls_wrapper.h",
-    "cmod/include/arnvdla.h",
-    "cmod/include/arnvdla.uh",
-)
+CMOD_HEADERS = (*HLS_HEADERS, "cmod/hls/vlibs/vlibs.h", "cmod/hls_wrapper/pdp_hls_wrapper.h",
+                *ARNVDLA)  # fmt: skip
 #: generated include file -> (source, [(first line, last line), ...]), 1-based, inclusive
 LINE_RANGES = {
     "pdp_h_defines.inc": ("cmod/pdp/NV_NVDLA_pdp.h", ((29, 79),)),
@@ -124,47 +114,30 @@ LINE_BUFFER_ATOMS = 256
 
 
 def _cut(text: str, path: str, ranges) -> str:
-    lines = text.split("\n")
-    for first, expected in RANGE_STARTS.items():
-        used = path.endswith(".cpp") and any(a == first for a, _ in ranges)
-        if used and not lines[first - 1].startswith(expected):
-            raise CmodUnavailable(f"{path}: line {first} is not '{expected}...'")
-    return "".join("\n".join(lines[a - 1 : b]) + "\n" for a, b in ranges)
+    """The ``ranges`` of ``text``, each range's first line checked where it is listed in
+    :data:`RANGE_STARTS`."""
+    return "".join(
+        cut_lines(text, path, a, b, RANGE_STARTS.get(a, "") if path.endswith(".cpp") else "")
+        for a, b in ranges
+    )
 
 
 def extract(hw: Path | None, dest: Path) -> Path:
     """Write the cmod files, the generated include files and the stubs into ``dest``."""
-    git = _git(Path(hw) if hw is not None else default_hw())
-    dest.mkdir(parents=True, exist_ok=True)
-    for path in CMOD_SOURCES + CMOD_HEADERS:
-        text = _show(git, path)
-        if path.endswith("/ac_fixed.h"):
-            old, new = AC_FIXED_PATCH
-            if text.count(old) != 1:
-                raise CmodUnavailable(f"ac_fixed.h: patch site found {text.count(old)} times")
-            text = text.replace(old, new)
-        (dest / Path(path).name).write_text(text, encoding="latin-1")
+    git = sources(hw)
+    write_sources(git, CMOD_SOURCES + CMOD_HEADERS, dest)
     for name, (path, ranges) in LINE_RANGES.items():
-        (dest / name).write_text(_cut(_show(git, path), path, ranges), encoding="latin-1")
-    (dest / "stub").mkdir(exist_ok=True)
-    (dest / "stub" / "log.h").write_text(STUB_LOG_H)
-    (dest / "stub" / "systemc.h").write_text("// empty: the HLS files use nothing of SystemC\n")
+        (dest / name).write_text(_cut(show_text(git, path), path, ranges), encoding="latin-1")
+    write_stubs(dest, systemc=True)
     return dest
 
 
 def build(hw: Path | None = None, out_dir: Path | None = None) -> Path:
     """Extract the cmod at :data:`COMMIT` and compile the harness; return the executable's path."""
-    if shutil.which(CXX) is None:
-        raise CmodUnavailable(f"{CXX} is not installed; it is needed to compile the NVDLA cmod")
+    require_cxx()
     out_dir = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="nvdla_pdp_fp16_"))
     src = extract(hw, out_dir / "src")
-    exe = out_dir / HARNESS_NAME
-    cmd = [CXX, *CXXFLAGS, f"-I{src / 'stub'}", f"-I{src}", str(HARNESS_CPP)]
-    cmd += [str(src / Path(p).name) for p in CMOD_SOURCES] + ["-o", str(exe)]
-    result = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=900)
-    if result.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({result.returncode}):\n{result.stderr}")
-    return exe
+    return compile_harness(HARNESS_CPP, src, CMOD_SOURCES, out_dir / HARNESS_NAME)
 
 
 def run_harness(exe: Path, attrs: dict, x: np.ndarray) -> np.ndarray:

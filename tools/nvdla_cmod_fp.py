@@ -54,15 +54,16 @@ import numpy as np
 COMMIT = "8e06b1b9d85aab65b40d43d08eec5ea4681ff715"
 DEFAULT_HW = Path("/work/.mirror/nvdla+hw/repo")
 ENV_HW = "QUANTEMU_NVDLA_HW"
-HEADERS = (
+#: the HLS headers every cmod harness compiles against
+HLS_HEADERS = (
     "cmod/hls/include/nvdla_float.h",
     "cmod/hls/include/nvdla_int.h",
     "cmod/hls/include/nvdla_common.h",
     "cmod/hls/include/ac_int.h",
     "cmod/hls/include/ac_fixed.h",
     "cmod/hls/include/ac_channel.h",
-    "cmod/hls/sdp/sdp.h",
 )
+HEADERS = (*HLS_HEADERS, "cmod/hls/sdp/sdp.h")
 # The one token modern compilers need in ac_fixed.h (AC types 3.7, to_ac_int()): ``slc`` is a
 # member template of a dependent type, so it must be called as ``.template slc<...>``.
 AC_FIXED_PATCH = (
@@ -133,22 +134,28 @@ def unavailable_reason(hw: Path | None = None) -> str | None:
     return None
 
 
+def patch_ac_fixed(path: str, text: str) -> str:
+    """``text`` with :data:`AC_FIXED_PATCH` applied when ``path`` is ``ac_fixed.h`` (checked: the
+    site must occur once), else unchanged."""
+    if not path.endswith("/ac_fixed.h"):
+        return text
+    old, new = AC_FIXED_PATCH
+    if text.count(old) != 1:
+        raise CmodUnavailable(
+            f"ac_fixed.h at {COMMIT}: expected the patch site once, found {text.count(old)} "
+            f"times: {old!r}"
+        )
+    return text.replace(old, new)
+
+
 def extract(hw: Path | None = None, dest: Path | None = None) -> Path:
     """Write :data:`HEADERS` at :data:`COMMIT` into ``dest`` (flat), ``ac_fixed.h`` patched."""
     git = _git(Path(hw) if hw is not None else default_hw())
     dest = Path(dest) if dest is not None else Path(tempfile.mkdtemp(prefix="nvdla_cmod_inc_"))
     dest.mkdir(parents=True, exist_ok=True)
     for path in HEADERS:
-        text = _show(git, path)
-        if path.endswith("/ac_fixed.h"):
-            old, new = (s.encode() for s in AC_FIXED_PATCH)
-            if text.count(old) != 1:
-                raise CmodUnavailable(
-                    f"ac_fixed.h at {COMMIT}: expected the patch site once, found "
-                    f"{text.count(old)} times: {AC_FIXED_PATCH[0]!r}"
-                )
-            text = text.replace(old, new)
-        (dest / Path(path).name).write_bytes(text)
+        text = patch_ac_fixed(path, _show(git, path).decode("latin-1"))
+        (dest / Path(path).name).write_bytes(text.encode("latin-1"))
     return dest
 
 

@@ -3,15 +3,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-import shutil
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.backends.nvdla.cmod_tools import cmod_tool
 
 from quantemu.backends.nvdla import reference_cdp_fp16 as ref
 from quantemu.backends.nvdla.cdp import cdp, cdp_window
@@ -22,7 +20,6 @@ from quantemu.errors import InvalidInputError
 
 ROOT = Path(__file__).resolve().parents[3]
 DATA = ROOT / "tests" / "data" / "nvdla_cdp_fp16"
-TOOL = ROOT / "tools" / "make_nvdla_cdp_fp16_vectors.py"
 EDGE = [0x0000, 0x8000, 0x0001, 0x8001, 0x03FF, 0x0400, 0x7BFF, 0xFBFF, 0x7C00, 0xFC00, 0x7E00,
         0x7C01, 0xFE11, 0x3C00, 0xBC00, 0x3555, 0x5640]  # fmt: skip
 F32_EDGE = [0, 0x80000000, 0x3F800000, 0x3A83126F, 0x41200000, 0xC1200000, 0x7F7FFFFF,
@@ -121,15 +118,7 @@ def test_the_committed_cmod_vectors_all_pass():
 
 @pytest.mark.peer
 def test_fresh_cmod_cdp_fp16_vectors_pass(tmp_path):
-    spec = importlib.util.spec_from_file_location("make_nvdla_cdp_fp16_vectors", TOOL)
-    tool = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = tool
-    spec.loader.exec_module(tool)
-    if shutil.which("g++") is None:
-        pytest.skip("no g++ to build NVIDIA's cmod CDP")
-    hw = tool.default_hw()
-    if not Path(hw).exists():
-        pytest.skip(f"no nvdla/hw sources at {hw} (set QUANTEMU_NVDLA_HW)")
+    tool = cmod_tool("make_nvdla_cdp_fp16_vectors", "CDP")
     if tool.main(["--seed", "5", "--cases", "30", "--out", str(tmp_path)]) != 0:
         pytest.skip("the cmod could not be built here (see the tool's message)")
     totals = run_suite(collect_files([tmp_path])).totals()

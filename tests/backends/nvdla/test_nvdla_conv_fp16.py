@@ -4,15 +4,13 @@ clear."""
 
 from __future__ import annotations
 
-import importlib.util
-import shutil
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.backends.nvdla.cmod_tools import cmod_tool
 
 from quantemu.backends.nvdla import reference_cc_fp16 as ref
 from quantemu.backends.nvdla.cc_fp16 import (
@@ -27,7 +25,6 @@ from quantemu.conformance import bundled_files, collect_files, run_suite
 from quantemu.errors import InvalidInputError
 
 REPO = Path(__file__).resolve().parents[3]
-TOOL = REPO / "tools" / "make_nvdla_conv_fp16_vectors.py"
 DATA = REPO / "tests" / "data" / "nvdla_conv_fp16"
 SPECIALS = (0x0000, 0x8000, 0x0001, 0x83FF, 0x0400, 0x3C00, 0xBC00, 0x7BFF, 0xFBFF, 0x7C00, 0xFC00)
 NANS = (0x7C01, 0x7E00, 0xFD02, 0xFFFF, 0x7D55)
@@ -196,27 +193,11 @@ def test_the_committed_cmod_vectors_pass_and_are_bundled():
     assert totals.total == 40 and totals.passed == 40
 
 
-def _tool():
-    spec = importlib.util.spec_from_file_location("make_nvdla_conv_fp16_vectors", TOOL)
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(TOOL.parent))
-    try:
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(TOOL.parent))
-    return module
-
-
 @pytest.mark.peer
 def test_fresh_cmod_conv_fp16_vectors_pass(tmp_path):
     """NVIDIA's cmod CMAC + CACC, live, for another seed. Skipped without g++, SystemC (or
     apt-get to fetch it) or the nvdla/hw sources (``QUANTEMU_NVDLA_HW``)."""
-    tool = _tool()
-    if shutil.which("g++") is None:
-        pytest.skip("no g++ to build NVIDIA's cmod CMAC/CACC")
-    if not Path(tool.default_hw()).exists():
-        pytest.skip(f"no nvdla/hw sources at {tool.default_hw()} (set QUANTEMU_NVDLA_HW)")
+    tool = cmod_tool("make_nvdla_conv_fp16_vectors", "CMAC/CACC")
     try:
         exe = tool.build(out_dir=tmp_path / "build")
     except (tool.CmodUnavailable, OSError) as exc:  # no SystemC, a mirror without the commit
