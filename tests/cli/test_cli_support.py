@@ -13,7 +13,7 @@ from quantemu.backends.registry import backend_spec, known_backends
 from quantemu.cli import main
 from quantemu.data import demo_model_path
 from quantemu.graph import load_onnx, optimize
-from quantemu.report.support import support_table
+from quantemu.simulate.support import support_table
 
 
 @pytest.fixture

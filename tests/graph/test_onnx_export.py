@@ -14,7 +14,7 @@ from quantemu.graph import Graph, TensorInfo
 from quantemu.graph.ir import Attrs, Node
 from quantemu.graph.onnx_export import save_onnx, to_onnx
 from quantemu.graph.zoo import resnet18
-from quantemu.simulate.compile import calibrated, lower_prepared
+from quantemu.simulate.plan import plan_model
 
 
 @pytest.mark.parametrize("model", ["demo", "resnet"])
@@ -31,12 +31,13 @@ def test_written_graph_lowers_to_the_same_codes(model, backend):
         graph = quantemu.load_onnx(resnet18(batch="N", size=32, width=8, num_classes=10))
         calib = rng.standard_normal((8, 3, 32, 32)).astype(np.float32)
         x = rng.standard_normal((4, 3, 32, 32)).astype(np.float32)
-    prepared, ranges = calibrated(graph, backend, calib)
+    plan = plan_model(graph, backend, calib)
+    prepared, ranges = plan.graph, plan.ranges
     proto = to_onnx(prepared, {"quantemu.note": "kept"})
     onnx.checker.check_model(proto)
     again = quantemu.load_onnx(proto)
     assert again.metadata["quantemu.note"] == "kept"
-    one = lower_prepared(prepared, backend, ranges).run(x, keep="all")
+    one = plan.lower().run(x, keep="all")
     two = quantemu.compile(again, backend, calibration=ranges).run(x, keep="all")
     assert one.tensors.keys() == two.tensors.keys()
     for name, tensor in one.tensors.items():

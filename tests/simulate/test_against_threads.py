@@ -8,7 +8,7 @@ from dataclasses import asdict
 import quantemu
 from quantemu.data import demo_dataset, demo_model_path
 from quantemu.intmath import parallel
-from quantemu.simulate.against import compare_backends
+from quantemu.simulate.session import compare_backends
 
 
 def test_disagreement_is_the_same_on_any_number_of_threads():

@@ -17,6 +17,7 @@ from tests.graph.onnx_models import model
 from quantemu.calibration.api import calibrate
 from quantemu.errors import InvalidInputError
 from quantemu.graph import load_onnx, optimize
+from quantemu.program.options import LoweringOptions
 from quantemu.simulate import (
     Layer,
     LayerOutput,
@@ -26,6 +27,7 @@ from quantemu.simulate import (
     QTensor,
     compile_model,
 )
+from quantemu.simulate.plan import BackendPlan, RangeSource
 
 ENC = LinearEncoding(scale=0.125, zero_point=0, dtype="int8")
 
@@ -63,7 +65,8 @@ def _program(bump=False, transpose=False) -> Program:
         transpose=transpose,
     )
     lowered = LoweredModel("test", {"x": ENC}, (relu,), {"rounding": "none"})
-    return Program(backend="test", graph=graph, ranges=ranges, lowered=lowered)
+    plan = BackendPlan("test", LoweringOptions(), graph, ranges, RangeSource.CALIBRATED)
+    return Program(plan, lowered)
 
 
 def test_linear_encoding_round_trip_and_saturation():

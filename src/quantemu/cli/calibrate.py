@@ -113,10 +113,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _calibrate(args: argparse.Namespace):
-    from quantemu.calibration.api import calibrate
     from quantemu.calibration.datasets import ImageOptions
+    from quantemu.simulate.plan import observe_ranges
 
-    graph = load_model(args.model, optimize=not args.no_optimize)
+    graph = load_model(args.model)
     data = demo_split("calib")[0] if args.data is None else args.data
     options = ImageOptions(
         size=tuple(args.image_size) if args.image_size else None,
@@ -126,11 +126,12 @@ def _calibrate(args: argparse.Namespace):
         std=tuple(args.std),
         channels_first=not args.channels_last,
     )
-    return calibrate(
+    return observe_ranges(
         graph,
         data,
-        args.observer,
-        args.per_channel,
+        optimized=not args.no_optimize,
+        observer=args.observer,
+        per_channel=args.per_channel,
         axis=args.axis,
         batch_size=args.batch_size,
         limit=args.limit,

@@ -15,16 +15,19 @@ without matplotlib).
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from quantemu.backends.registry import known_backends
 from quantemu.cli.checks import check_output_dir, check_output_file
 from quantemu.cli.console import INPUT_ERROR, USAGE_ERROR, fail, stderr_console, stdout_console
 from quantemu.cli.loading import DEMO, demo_split, load_model
-from quantemu.cli.simulation import Outcome, print_outcome, simulate
+from quantemu.cli.simulation import open_session, print_outcome
 from quantemu.errors import QuantemuError
+
+if TYPE_CHECKING:
+    from quantemu.simulate.session import Outcome
 
 _DESCRIPTION = """\
 Run quantemu's whole flow on the built-in default: the digits CNN (quantemu inspect demo) is
@@ -77,18 +80,9 @@ def run(args: argparse.Namespace) -> int:
     backends = known_backends() if args.backend == "all" else [args.backend]
     start = time.perf_counter()
     try:
-        graph = load_model(DEMO)
+        session = open_session(load_model(DEMO), backends, quiet=args.quiet, keep_going=True)
         x, labels = demo_split("test")
-        outcome = simulate(
-            graph,
-            backends,
-            demo_split("calib")[0],
-            x,
-            labels,
-            progress=not args.quiet and sys.stderr.isatty(),
-            keep_going=True,
-            status=status,
-        )
+        outcome = session.evaluate(demo_split("calib")[0], x, labels)
     except QuantemuError as exc:
         return fail("demo", str(exc), INPUT_ERROR)
     if args.json != "-":  # stdout holds the JSON document then

@@ -15,11 +15,11 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from quantemu.backends.registry import backend_spec, backend_specs
+from quantemu.backends.registry import backend_specs
 from quantemu.cli.argtypes import positive_int
 from quantemu.cli.console import INPUT_ERROR, USAGE_ERROR, fail, stdout_console
 from quantemu.cli.loading import load_model, resolve_model
-from quantemu.errors import InvalidInputError, QuantemuError
+from quantemu.errors import QuantemuError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -135,15 +135,9 @@ def _lint(graph: Graph, backend: str, console: Console) -> int:
     """Print the ``backend`` lint findings of ``graph``; 1 when any finding is an error."""
     from rich.table import Table
 
-    from quantemu.graph.passes import optimize
+    from quantemu.simulate.support import lint_findings
 
-    lint = backend_spec(backend).lint
-    if lint is None:  # argparse offers only the backends with a lint; API callers may not
-        raise InvalidInputError(
-            f"{backend} has no model-constraints lint; backends with one: "
-            f"{', '.join(lint_backends()) or 'none'}"
-        )
-    findings = lint(optimize(graph))
+    findings = lint_findings(graph, backend)
     console.rule(f"{backend} model constraints")
     if not findings:
         console.print("no findings", highlight=False)
@@ -156,10 +150,10 @@ def _lint(graph: Graph, backend: str, console: Console) -> int:
 
 
 def _support(graph: Graph, console: Console) -> None:
-    from quantemu.graph.passes import optimize
-    from quantemu.report.support import print_support, support_table
+    from quantemu.report.support import print_support
+    from quantemu.simulate.support import support_table
 
-    print_support(support_table(optimize(graph)), console)
+    print_support(support_table(graph), console)
 
 
 def _print_unimported(graph: Graph, console: Console, *, hint: bool) -> None:
@@ -182,7 +176,7 @@ def _load_lenient(text: str) -> Graph:
 
     path = resolve_model(text)
     if is_tflite(path) or not path.exists():
-        return load_model(text, optimize=False)  # its own messages for these
+        return load_model(text)  # its own messages for these
     return load_onnx(path, strict=False)
 
 

@@ -39,18 +39,15 @@ def resolve_model(text: str) -> Path:
     return Path(text)
 
 
-def load_model(
-    text: str, *, optimize: bool = True, shapes: dict[str, tuple] | None = None
-) -> Graph:
-    """The model MODEL names, imported, its inputs bound to ``shapes`` (``--input-shape``) and
-    (unless ``optimize`` is False) optimized."""
+def load_model(text: str, *, shapes: dict[str, tuple] | None = None) -> Graph:
+    """The model MODEL names, imported as it is (a session optimizes it), its inputs bound to
+    ``shapes`` (``--input-shape``)."""
     from quantemu.graph.loading import load_model as load_graph
-    from quantemu.graph.passes import optimize as optimize_graph
 
     graph = load_graph(resolve_model(text))
     if shapes:
         graph = graph.with_input_shapes(shapes)
-    return optimize_graph(graph) if optimize else graph
+    return graph
 
 
 def demo_split(split: str) -> tuple[np.ndarray, np.ndarray]:

@@ -15,6 +15,7 @@ from typing import Any
 
 from quantemu.backends.registry import backend_spec, backend_specs, known_backends
 from quantemu.errors import InvalidInputError
+from quantemu.program.options import LoweringOptions
 
 OptionTexts = dict[str, dict[str, str]]
 
@@ -29,13 +30,15 @@ def parse_options(texts: Sequence[str], backends: Sequence[str], isa: str | None
 
     ``KEY=VALUE`` goes to every selected backend, ``BACKEND.KEY=VALUE`` to that one (which must
     be selected); ``--isa ISA`` is ``isa=ISA`` for the selected backends that have an ``isa``
-    option, and an error when none has.
+    option, and an error when none has. Two different values for one backend's option (``--isa
+    avx2 --option isa=avx512_core``) are an error naming both; the same value twice is not.
     """
     options: OptionTexts = {b: {} for b in backends}
+    given: dict[tuple[str, str], str] = {}  # (backend, key) -> the argument that set it
     for text in texts:
         scope, name, value = _split(text, backends)
         for backend in [scope] if scope else backends:
-            options[backend][name] = value
+            _set(options, given, (backend, name), value, f"--option {text}")
     if isa is not None:
         takers = [b for b in backends if b in isa_backends()]
         if not takers:
@@ -45,8 +48,23 @@ def parse_options(texts: Sequence[str], backends: Sequence[str], isa: str | None
                 "KEY=VALUE for other lowering options)"
             )
         for backend in takers:
-            options[backend]["isa"] = isa
+            _set(options, given, (backend, "isa"), isa, f"--isa {isa}")
     return options
+
+
+def _set(options: OptionTexts, given: dict, where: tuple[str, str], value: str, arg: str) -> None:
+    """Set one backend's option; a second, different value for it is an error naming both."""
+    backend, name = where
+    if where in given:
+        cls = backend_spec(backend).options
+        old = options[backend][name]
+        if cls.typed_value(name, old) != cls.typed_value(name, value):
+            raise InvalidInputError(
+                f"{backend} option {name} is given two values: {given[where]} and {arg}; "
+                "give it once"
+            )
+    options[backend][name] = value
+    given[where] = arg
 
 
 def _split(text: str, backends: Sequence[str]) -> tuple[str, str, str]:
@@ -70,8 +88,9 @@ def _split(text: str, backends: Sequence[str]) -> tuple[str, str, str]:
     return scope, name, value
 
 
-def check_options(options: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """Every backend's options, typed by its options class; the first bad one is an error."""
+def check_options(options: Mapping[str, Mapping[str, Any]]) -> dict[str, LoweringOptions]:
+    """Every backend's options, typed by its options class (once: the run goes on with these);
+    the first bad one is an error."""
     return {b: backend_spec(b).parse_options(dict(o)) for b, o in options.items()}
 
 

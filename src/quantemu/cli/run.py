@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from quantemu.backends.registry import known_backends
 from quantemu.calibration.observers import OBSERVERS
@@ -31,8 +31,11 @@ from quantemu.cli.loading import (
     load_samples,
 )
 from quantemu.cli.options import check_options, isa_backends, options_help, parse_options
-from quantemu.cli.simulation import print_outcome, save_outputs, simulate, write_outputs
+from quantemu.cli.simulation import open_session, print_outcome, save_outputs, write_outputs
 from quantemu.errors import InvalidInputError, QuantemuError
+
+if TYPE_CHECKING:
+    from quantemu.simulate.session import Session
 
 _DESCRIPTION = """\
 Quantize MODEL for an inference target the way the target's toolchain does, run it with the
@@ -176,30 +179,23 @@ def run(args: argparse.Namespace) -> int:
     status = stderr_console(args.quiet)
     try:
         _check_files(args)
-        graph, calib, x, labels, ranges = _inputs(args, _calibration_free(backends, options))
+        session, calib, x, labels = _inputs(args, options)
     except MissingCalibrationError as exc:
         return fail("run", str(exc), USAGE_ERROR)
     except QuantemuError as exc:
         return fail("run", str(exc), INPUT_ERROR)
     try:
         with _cluster(args.cluster) as client:
-            outcome = simulate(
-                graph,
-                backends,
+            outcome = session.evaluate(
                 calib,
                 x,
                 labels,
-                options=options,
-                observer=args.observer,
-                batch_size=args.batch_size,
-                progress=not args.quiet and sys.stderr.isatty(),
-                keep_going=args.backend == "all",
-                status=status,
-                keep_outputs=bool(args.save_outputs),
-                ranges=ranges,
+                backends=backends,
                 client=client,
+                keep_outputs=bool(args.save_outputs),
             )
-        disagreement = _against(args, (graph, calib, x), options, status) if args.against else None
+        compare = (args.backend, args.against)
+        disagreement = session.compare(calib, x, *compare) if args.against else None
     except QuantemuError as exc:
         return fail("run", str(exc), INPUT_ERROR)
     except MemoryError as exc:
@@ -275,8 +271,7 @@ def _check_usage(args: argparse.Namespace, backends: list[str]) -> dict:
     # With --against, BACKEND.KEY=VALUE may name either backend; KEY=VALUE goes to both.
     options = parse_options(args.option, [*backends, *([args.against] if args.against else [])],
                             args.isa)  # fmt: skip
-    check_options(options)  # every backend's options, before anything is calibrated
-    return options
+    return check_options(options)  # typed once, before anything is calibrated
 
 
 def _check_files(args: argparse.Namespace) -> None:
@@ -289,44 +284,17 @@ def _check_files(args: argparse.Namespace) -> None:
         check_input_file(args.labels, "--labels")
 
 
-def _against(args, data, options, status):
-    """Run ``--against``'s backend on the same data and compare the codes layer by layer."""
-    from quantemu.simulate.against import compare_backends
-
-    graph, calib, x = data
-    if status is not None:
-        status.print(f"comparing {args.backend} with {args.against} ...", highlight=False)
-    return compare_backends(
-        graph,
-        (args.backend, args.against),
-        calib,
-        x,
-        options=options,
-        observer=args.observer,
-        batch_size=args.batch_size,
-    )
-
-
-def _calibration_free(backends: list[str], options: dict) -> bool:
-    """Whether every selected backend's options select a pipeline that needs no calibration."""
-    from quantemu.backends.registry import backend_spec
-
-    return all(not backend_spec(b).needs_calibration(options.get(b, {})) for b in backends)
-
-
-def _calibration_data(args: argparse.Namespace, graph, ranges, calibration_free: bool):
+def _calibration_data(args: argparse.Namespace, session: Session):
     """The --calib data; the demo's calibration split; or None where none is needed (a
     pre-quantized model, --ranges, a pipeline without calibration), else a usage error."""
-    from quantemu.calibration import is_fully_quantized
-
     if args.calib is not None:
         return load_array(args.calib, args.calib_key, f"--calib {args.calib}")
-    if args.model == DEMO and ranges is None:
+    if args.model == DEMO and args.ranges is None:
         return demo_split("calib")[0]
-    if ranges is not None or is_fully_quantized(graph) or calibration_free:
+    if not session.needs_data:
         if args.eval is None and args.model != DEMO:
             what = "a pre-quantized model"
-            if calibration_free:
+            if session.calibration_free:
                 what = "a pipeline without calibration (nvdla precision=fp16)"
             raise MissingCalibrationError(
                 f"--eval DATA is required: {what} runs without --calib, but then there is no "
@@ -340,24 +308,29 @@ def _calibration_data(args: argparse.Namespace, graph, ranges, calibration_free:
     )
 
 
-def _inputs(args: argparse.Namespace, calibration_free: bool = False):
-    """The optimized graph, calibration data (``None`` for a pre-quantized model without
-    --calib, with --ranges, or where no selected backend needs calibration), evaluation data,
-    labels (checked) and the --ranges ranges."""
+def _inputs(args: argparse.Namespace, options: dict):
+    """The run's session (the model loaded, the options typed, the graph prepared), the
+    calibration data (``None`` for a pre-quantized model without --calib, with --ranges, or
+    where no selected backend needs calibration), evaluation data and labels (checked)."""
     from quantemu.calibration.shards import open_samples
-    from quantemu.graph.passes import optimize
-    from quantemu.graph.passes_shape import bind_from_data
-    from quantemu.simulate.compile import RANGES_KEY, carried_ranges
 
     shapes = dict(args.input_shape or [])
-    graph = load_model(args.model, optimize=False, shapes=shapes)
+    graph = load_model(args.model, shapes=shapes)
     ranges = _load_ranges(args.ranges) if args.ranges is not None else None
-    if ranges is None and RANGES_KEY in graph.metadata:  # learned ranges the model carries
-        ranges = carried_ranges(graph.metadata[RANGES_KEY])
-    calib = _calibration_data(args, graph, ranges, calibration_free)
+    session = open_session(
+        graph,
+        list(options),
+        options,
+        quiet=args.quiet,
+        keep_going=args.backend == "all",
+        ranges=ranges,
+        observer=args.observer,
+        batch_size=args.batch_size,
+    )
+    calib = _calibration_data(args, session)
     if calib is not None:
-        graph = optimize(bind_from_data(graph, calib))
-        check_data(graph, calib, f"--calib {args.calib or '(demo calibration split)'}")
+        what = f"--calib {args.calib or '(demo calibration split)'}"
+        check_data(session.prepare(calib), calib, what)
     labels = None
     if args.eval is not None:
         if _lazy_eval(args):  # shards read as needed (by the cluster's workers with --cluster)
@@ -365,17 +338,16 @@ def _inputs(args: argparse.Namespace, calibration_free: bool = False):
             first = x.read(0, 1)
         else:
             x = first = load_samples(args.eval, args.eval_key, f"--eval {args.eval}", graph)
-        if calib is None:
-            graph = optimize(bind_from_data(graph, first) if first.dtype.kind == "f" else graph)
-        check_data(graph, first, f"--eval {args.eval}")
+        prepared = session.prepare(first if first.dtype.kind == "f" else None)
+        check_data(prepared, first, f"--eval {args.eval}")
         if args.labels is not None:
             labels = load_labels(args.labels, args.eval, len(x))
     elif args.model == DEMO:
         x, labels = demo_split("test")
-        graph = graph if calib is not None else optimize(graph)
+        session.prepare(None)
     else:
         x = calib
-    return graph, calib, x, labels, ranges
+    return session, calib, x, labels
 
 
 def _lazy_eval(args: argparse.Namespace) -> bool:

@@ -1,169 +1,57 @@
-"""Calibrate once, then compile and evaluate on several backends: what ``run`` and ``demo`` share.
+"""What ``run`` and ``demo`` share: a session that shows its progress, and the outcome's output.
 
-:func:`simulate` drives :func:`quantemu.compile` (one calibration for every backend) with the
-command line's progress bars and status lines; :func:`write_outputs` writes the HTML report and
-the JSON document.
+:func:`open_session` gives a :class:`~quantemu.simulate.session.Session` (which plans,
+calibrates, lowers, evaluates and compares) the command line's progress bars and status lines;
+:func:`print_outcome` prints its tables; :func:`write_outputs` writes the HTML report and the
+JSON document; :func:`save_outputs` the output codes.
 """
 
 # ruff: noqa: PLC0415
 
 from __future__ import annotations
 
-import time
+import functools
+import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from quantemu.cli.console import progress_bar
-from quantemu.errors import QuantemuError
+from quantemu.cli.console import progress_bar, stderr_console
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from quantemu.calibration.ranges import CalibrationRanges
     from quantemu.graph import Graph
-    from quantemu.simulate.evaluate import Evaluation
+    from quantemu.simulate.session import Outcome, Session
 
 
-@dataclass
-class Outcome:
-    """What :func:`simulate` produced: evaluations, timings and per-backend errors."""
-
-    backends: list[str] = field(default_factory=list)  # in the order they were asked for
-    evaluations: list[Evaluation] = field(default_factory=list)
-    timings: dict[str, tuple[float, float]] = field(default_factory=dict)  # compile s, eval s
-    errors: dict[str, str] = field(default_factory=dict)
-    outputs: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # backend -> codes
-
-
-def simulate(
+def open_session(
     graph: Graph,
     backends: Sequence[str],
-    calib: np.ndarray | None,
-    x: np.ndarray,
-    labels: np.ndarray | None,
+    options: Mapping[str, Any] | None = None,
     *,
-    options: Mapping[str, Mapping[str, Any]] | None = None,
-    observer: str = "minmax",
-    batch_size: int = 64,
-    progress: bool = False,
-    keep_going: bool = False,
-    status: Console | None = None,
-    keep_outputs: bool = False,
-    ranges: CalibrationRanges | None = None,
-    client=None,
-) -> Outcome:
-    """Calibrate ``graph`` once, then compile and evaluate it on every backend.
+    quiet: bool,
+    keep_going: bool,
+    **how: Any,
+) -> Session:
+    """A :class:`~quantemu.simulate.session.Session` that shows its progress bars and status
+    lines on stderr (none when ``quiet``, bars only on a terminal); ``how``: ``ranges``,
+    ``observer``, ``batch_size``."""
+    from quantemu.simulate.session import Session
 
-    ``options``: ``{backend: {key: value or text}}`` for each backend's lowering. With
-    ``keep_going`` a backend that fails is recorded in ``Outcome.errors`` and the others still
-    run; otherwise the error propagates. ``calib`` may be ``None`` for a fully quantized model
-    (an int8 TFLite file), whose own quantization is used. With ``keep_outputs`` the integer
-    codes of every graph output, over all samples, are kept in ``Outcome.outputs``. Given
-    ``ranges`` (``run --ranges``, written by ``calibrate --out``), every backend uses them and
-    nothing is calibrated. ``x`` is an array or a lazily read sample set; with ``client`` (a
-    ``dask.distributed.Client``) each backend's batches run on the cluster's workers.
-    """
-    from quantemu.simulate.compile import calibrate_for_backends, compile_model
-
-    if ranges is not None:
-        ranges_of = dict.fromkeys(backends, ranges)
-    else:
-        ranges_of = calibrate_for_backends(
-            graph,
-            backends,
-            calib,
-            options=options,
-            observer=observer,
-            batch_size=batch_size,
-            progress=progress,
-        )
-    outcome = Outcome(backends=list(backends))
-    if client is not None:
-        return _side_by_side(
-            graph, backends, (x, labels), outcome, client, options=options, ranges_of=ranges_of,
-            batch_size=batch_size, progress=progress, keep_going=keep_going, status=status,
-        )  # fmt: skip
-    for backend in backends:
-        try:
-            start = time.perf_counter()
-            own = (options or {}).get(backend, {})
-            program = compile_model(graph, backend, None, calibration=ranges_of[backend], **own)
-            compiled = time.perf_counter()
-            codes: dict[str, list[np.ndarray]] = {name: [] for name in graph.outputs}
-
-            def keep(result, codes=codes) -> None:
-                for name, parts in codes.items():
-                    parts.append(np.asarray(result.tensors[name].codes))
-
-            with progress_bar(progress, f"simulating on {backend}", len(x)) as advance:
-                evaluation = program.evaluate(
-                    x,
-                    labels,
-                    batch_size=batch_size,
-                    on_batch=advance,
-                    on_result=keep if keep_outputs else None,
-                    client=client,
-                )
-            if keep_outputs:
-                outcome.outputs[backend] = {k: np.concatenate(v) for k, v in codes.items()}
-            done = time.perf_counter()
-        except QuantemuError as exc:
-            if not keep_going:
-                raise
-            outcome.errors[backend] = str(exc)  # reported with the comparison table
-            continue
-        outcome.evaluations.append(evaluation)
-        outcome.timings[backend] = (compiled - start, done - compiled)
-        if status is not None:
-            status.print(
-                f"{backend}: compiled in {compiled - start:.2f} s, simulated "
-                f"{len(x):,} samples in {done - compiled:.2f} s"
-                + ("" if client is None else " on the cluster"),
-                highlight=False,
-            )
-    return outcome
-
-
-def _side_by_side(graph, backends, data, outcome, client, *, options, ranges_of, **how):
-    """Compile every backend here, then evaluate them all on the cluster at once (their tasks
-    queued together); each evaluation is what one process would report."""
-    from quantemu.simulate.compile import compile_model
-    from quantemu.simulate.evaluate import evaluate_side_by_side
-
-    x, labels = data
-    programs, compile_s = [], {}
-    for backend in backends:
-        try:
-            start = time.perf_counter()
-            own = (options or {}).get(backend, {})
-            programs.append(
-                compile_model(graph, backend, None, calibration=ranges_of[backend], **own)
-            )
-            compile_s[backend] = time.perf_counter() - start
-        except QuantemuError as exc:
-            if not how["keep_going"]:
-                raise
-            outcome.errors[backend] = str(exc)
-    start = time.perf_counter()
-    total = len(x) * len(programs)
-    with progress_bar(how["progress"], "simulating on the cluster", total) as advance:
-        evaluations = evaluate_side_by_side(
-            programs, x, labels, client=client, batch_size=how["batch_size"], on_batch=advance
-        )
-    wall = time.perf_counter() - start
-    for program, evaluation in zip(programs, evaluations, strict=True):
-        outcome.evaluations.append(evaluation)
-        outcome.timings[program.backend] = (compile_s[program.backend], wall)
-    if how["status"] is not None:
-        how["status"].print(
-            f"{', '.join(p.backend for p in programs)}: simulated {len(x):,} samples each on "
-            f"the cluster, side by side, in {wall:.2f} s",
-            highlight=False,
-        )
-    return outcome
+    bars = not quiet and sys.stderr.isatty()
+    console = stderr_console(quiet)
+    return Session(
+        graph,
+        backends,
+        options,
+        keep_going=keep_going,
+        progress=functools.partial(progress_bar, bars),
+        calibration_progress=bars,
+        status=None if console is None else functools.partial(console.print, highlight=False),
+        **how,
+    )
 
 
 def print_outcome(

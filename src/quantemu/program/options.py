@@ -55,6 +55,14 @@ class LoweringOptions:
         return cls(**typed)
 
     @classmethod
+    def typed_value(cls, name: str, value: Any) -> Any:
+        """``value`` of option ``name`` typed as :meth:`from_mapping` types it (to compare two
+        values given for one option); ``value`` as it is for a name that is not an option."""
+        if name not in cls.field_names():
+            return value
+        return _coerce(cls, name, typing.get_type_hints(cls).get(name, Any), value)
+
+    @classmethod
     def field_names(cls) -> tuple[str, ...]:
         """The option names, in declaration order."""
         return tuple(f.name for f in dataclasses.fields(cls) if f.init)

@@ -1,12 +1,13 @@
 """Two targets on the same model and data: where, per layer, their integer codes disagree.
 
-``compare_backends(graph, ("xs3", "tflite"), calib, x)`` lowers ``graph`` onto both backends
-with the same calibration ranges, runs every sample through both, and compares, for every
+``compare_programs((xs3_program, tflite_program), x)`` (what ``quantemu run --against`` calls
+through :meth:`~quantemu.simulate.session.Session.compare`, with two programs lowered from one run's
+plans, so with the same calibration ranges) runs every sample through both and compares, for every
 tensor both programs compute with the same quantization, the codes element by element: how many
-differ, by how many LSB at most, and where the first difference is. Differences carry forward
-from layer to layer, so each layer of the second target is also run on the first target's own
-inputs: ``own_differing`` / ``own_max_lsb`` are what that layer adds by itself. Tensors the two
-quantize differently are listed without a code comparison (their LSBs are not the same unit).
+differ, by how many LSB at most, and where the first difference is. Differences carry forward from
+layer to layer, so each layer of the second target is also run on the first target's own inputs:
+``own_differing`` / ``own_max_lsb`` are what that layer adds by itself. Tensors the two quantize
+differently are listed without a code comparison (their LSBs are not the same unit).
 """
 
 from __future__ import annotations
@@ -17,10 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from quantemu.graph import Graph
 from quantemu.intmath import parallel
 from quantemu.program import LinearEncoding
-from quantemu.simulate.compile import Program, calibrate_for_backends, compile_model
+from quantemu.simulate.compiled import Program
 
 
 @dataclass
@@ -57,25 +57,9 @@ class Disagreement:
     layers: list[LayerDisagreement]
 
 
-def compare_backends(
-    graph: Graph,
-    backends: Sequence[str],
-    calib: Any = None,
-    x: Any = None,
-    *,
-    options: Mapping[str, Mapping[str, Any]] | None = None,
-    observer: str = "minmax",
-    batch_size: int = 64,
-) -> Disagreement:
-    """Run ``x`` through ``graph`` on both ``backends`` and compare their codes per tensor."""
-    first, second = backends
-    ranges = calibrate_for_backends(
-        graph, backends, calib, options=options, observer=observer, batch_size=batch_size
-    )
-    programs = [
-        compile_model(graph, b, None, calibration=ranges[b], **(options or {}).get(b, {}))
-        for b in (first, second)
-    ]
+def compare_programs(programs: Sequence[Program], x: Any, *, batch_size: int = 64) -> Disagreement:
+    """Run ``x`` through both ``programs`` and compare their codes per tensor."""
+    programs = list(programs)
     rows = _rows(programs)
     x = programs[0].check_input(x)
 
@@ -91,7 +75,8 @@ def compare_backends(
             run_batch, starts[first_batch : first_batch + window]
         ):
             _compare_batch(rows, start, a, b, own)
-    return Disagreement((first, second), int(x.shape[0]), rows)
+    backends = (programs[0].backend, programs[1].backend)
+    return Disagreement(backends, int(x.shape[0]), rows)
 
 
 def _compare_batch(rows, start: int, a: Mapping, b: Mapping, own: Mapping) -> None:

@@ -5,10 +5,11 @@ machine) run as tasks on the cluster's workers; the client merges their measurem
 order, so every count, histogram and float sum of the :class:`Evaluation` is what one process
 computes (:meth:`~quantemu.simulate.metrics.LayerAccumulator.add` in the same order).
 
-- **The program is shipped once**: its recipe (the lowered graph, the backend, the ranges and the
-  lowering options) is scattered to every worker, which lowers it with
-  :func:`~quantemu.simulate.compile.lower_prepared`, the function ``quantemu.compile`` ends
-  with, and keeps it for every later task of the evaluation.
+- **The program is shipped once**: its recipe (the program's
+  :class:`~quantemu.simulate.plan.BackendPlan`: the backend, its typed options, the prepared
+  graph and the ranges) is scattered to every worker, which lowers it with
+  :meth:`~quantemu.simulate.plan.BackendPlan.lower`, as ``quantemu.compile`` does, and keeps it
+  for every later task of the evaluation.
 - **Data goes from storage to the workers**: a sample set read lazily (``.npy``/``.npz``
   shards, an image folder) travels as its file names and each task reads its own samples; an
   in-memory array is scattered once.
@@ -51,12 +52,9 @@ class ClusterError(QuantemuError):
 
 @dataclass(frozen=True)
 class Recipe:
-    """What a worker needs to make the program: the lowered graph and how it was lowered."""
+    """What a worker needs to make the program: its plan, and how to measure batches."""
 
-    graph: Any
-    backend: str
-    ranges: Any
-    options: dict
+    plan: Any
     floats: bool
     out_name: str
     batch_size: int
@@ -134,10 +132,7 @@ def _shipped(client, measure) -> tuple[str, Any]:
     if found is not None and found[0]() is program and found[1]() is client:
         return found[2], found[3]
     recipe = Recipe(
-        graph=program.graph,
-        backend=program.backend,
-        ranges=program.ranges,
-        options=dict(program.options),
+        plan=program.plan,
         floats=measure.floats,
         out_name=measure.out_name,
         batch_size=measure.batch_size,
@@ -176,10 +171,9 @@ def _worker_measure(token: str, recipe: Recipe):
     with _LOCK:
         found = _PROGRAMS.get(token)
         if found is None:
-            from quantemu.simulate.compile import lower_prepared  # noqa: PLC0415
             from quantemu.simulate.evaluate import _Measure, accumulators  # noqa: PLC0415
 
-            program = lower_prepared(recipe.graph, recipe.backend, recipe.ranges, **recipe.options)
+            program = recipe.plan.lower()
             acc = accumulators(program)
             found = _Measure(program, recipe.floats, recipe.out_name, None, recipe.batch_size, acc)
             while len(_PROGRAMS) >= KEPT_PROGRAMS:  # the oldest goes (insertion order)

@@ -107,8 +107,8 @@ def evaluate(
     ``dask.distributed.Client``: the batches run on its workers, which read the samples
     themselves (:mod:`quantemu.simulate.distributed`); the result is the same, field for field.
     """
-    plan = _plan(program, x, labels, batch_size)
-    totals, measure, starts = plan.totals, plan.measure, plan.starts
+    schedule = _schedule(program, x, labels, batch_size)
+    totals, measure, starts = schedule.totals, schedule.measure, schedule.starts
     if client is not None:
         if on_result is not None:
             raise InvalidInputError(
@@ -129,7 +129,7 @@ def evaluate(
                 totals.add(done)
                 if on_batch is not None:
                     on_batch(done.size)
-    return _evaluation(program, totals, plan.floats, len(plan.samples))
+    return _evaluation(program, totals, schedule.floats, len(schedule.samples))
 
 
 def evaluate_side_by_side(
@@ -139,20 +139,20 @@ def evaluate_side_by_side(
     so that the evaluations run side by side; each result is what :func:`evaluate` gives."""
     from quantemu.simulate.distributed import collect, submit  # noqa: PLC0415
 
-    plans = [_plan(program, x, labels, batch_size) for program in programs]
-    pending = [submit(client, plan.measure, plan.starts) for plan in plans]
+    schedules = [_schedule(program, x, labels, batch_size) for program in programs]
+    pending = [submit(client, schedule.measure, schedule.starts) for schedule in schedules]
     evaluations = []
-    for plan, queued in zip(plans, pending, strict=True):
+    for schedule, queued in zip(schedules, pending, strict=True):
         for done in collect(queued, on_batch):
-            plan.totals.add(done)
-        evaluations.append(
-            _evaluation(plan.measure.program, plan.totals, plan.floats, len(plan.samples))
-        )
+            schedule.totals.add(done)
+        program = schedule.measure.program
+        samples = len(schedule.samples)
+        evaluations.append(_evaluation(program, schedule.totals, schedule.floats, samples))
     return evaluations
 
 
 @dataclass(frozen=True)
-class _Plan:
+class _Schedule:
     """An evaluation set up: its samples, the running totals, the measuring function, the
     batch starts and whether the model has a float reference."""
 
@@ -163,7 +163,7 @@ class _Plan:
     floats: bool
 
 
-def _plan(program, x, labels, batch_size: int) -> _Plan:
+def _schedule(program, x, labels, batch_size: int) -> _Schedule:
     samples = _samples(program, x)
     labels = inputs.check_labels(labels, len(samples))
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
@@ -176,7 +176,7 @@ def _plan(program, x, labels, batch_size: int) -> _Plan:
     floats = has_float_reference(program.graph)
     totals = _Totals(program, labels, out_name, classes)
     measure = _Measure(program, floats, out_name, samples, batch_size, totals.acc)
-    return _Plan(samples, totals, measure, range(0, len(samples), batch_size), floats)
+    return _Schedule(samples, totals, measure, range(0, len(samples), batch_size), floats)
 
 
 def _samples(program, x):

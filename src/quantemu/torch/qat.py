@@ -1,13 +1,14 @@
 """Quantization-aware training whose forward pass is the target's exact integer arithmetic.
 
-``qat = quantemu.torch.prepare(model, backend, calib, **options)`` optimizes and calibrates the
-float model exactly as ``quantemu.compile`` does (the same graph, the same ranges) and returns a
+``qat = quantemu.torch.prepare(model, backend, calib, **options)`` builds the run's plan exactly
+as ``quantemu.compile`` does (:class:`~quantemu.simulate.plan.BackendPlan`: the same typed
+options, the same graph, the same ranges) and returns a
 :class:`QatModel`: a ``torch.nn.Module`` whose trainable parameters are the float weights and
 biases of the graph's Conv, ConvTranspose, Gemm and MatMul nodes.
 
-**Forward.** The backend lowers the graph with the *current* weights and ranges (calibrated, or
-learned) (:func:`~quantemu.simulate.compile.lower_prepared`: every integer parameter derived as the
-vendor's toolchain derives it) and runs its exact layers on the batch. The module returns the
+**Forward.** The backend lowers the plan with the *current* weights and ranges (calibrated, or
+learned) (:meth:`~quantemu.simulate.plan.BackendPlan.lower`: every integer parameter derived as
+the vendor's toolchain derives it) and runs its exact layers on the batch. The module returns the
 dequantized graph outputs: element for element what ``quantemu.compile(...).run(x)`` gives for
 these weights, in train and in eval mode. The lowering is redone only when a weight or a learned
 range has changed since the last forward (an optimizer step, any in-place update).
@@ -56,13 +57,8 @@ from quantemu.errors import InvalidInputError, UnsupportedError
 from quantemu.graph import Graph, load_onnx
 from quantemu.graph.onnx_export import save_onnx
 from quantemu.simulate import LinearEncoding
-from quantemu.simulate.compile import (
-    RANGES_KEY,
-    Program,
-    calibrated,
-    lower_prepared,
-    needs_calibration,
-)
+from quantemu.simulate.compile import RANGES_KEY, Program, needs_calibration
+from quantemu.simulate.plan import BackendPlan, plan_model, typed_options
 from quantemu.torch import ops
 from quantemu.torch.ranges import LearnedRanges, RangeMode
 from quantemu.torch.ste import straight_through
@@ -95,7 +91,8 @@ def prepare(
     lowering options, as for ``quantemu.compile``.
     """
     mode = RangeMode.parse(ranges)
-    if not needs_calibration(backend, options):
+    typed = typed_options(backend, options)  # parsed once, for the whole plan
+    if not needs_calibration(backend, typed):
         raise UnsupportedError(
             f"quantemu.torch: {backend} with options {options} runs a floating-point pipeline "
             "(no quantization grid, no calibrated ranges) that quantization-aware training "
@@ -104,9 +101,10 @@ def prepare(
         )
     if isinstance(model, torch.nn.Module):
         model = _from_module(model, calib if example is None else example)
-    graph, found = calibrated(
-        model, backend, calib, observer=observer, calibration=calibration, **options
+    plan = plan_model(
+        model, backend, calib, options=typed, calibration=calibration, observer=observer
     )
+    graph = plan.graph
     if graph.quant_overrides:
         raise InvalidInputError(
             f"the model fixes the quantization of {len(graph.quant_overrides)} tensor(s) (a "
@@ -120,7 +118,7 @@ def prepare(
             f"differentiable kernel yet: {', '.join(missing)}; supported: "
             f"{', '.join(sorted(ops.KERNELS))}"
         )
-    return QatModel(graph, backend, found, options, ranges_mode=mode)
+    return QatModel(plan, options, ranges_mode=mode)
 
 
 def _from_module(module: torch.nn.Module, example) -> Graph:
@@ -159,16 +157,16 @@ class QatModel(torch.nn.Module):
 
     def __init__(
         self,
-        graph: Graph,
-        backend: str,
-        ranges: CalibrationRanges,
-        options: Mapping,
+        plan: BackendPlan,
+        options: Mapping | None = None,
         *,
         ranges_mode: RangeMode = RangeMode.OBSERVED,
     ) -> None:
         super().__init__()
-        self.graph, self.backend, self.calibrated = graph, backend, ranges
-        self.options = dict(options)
+        self.plan = plan  # the run's plan: the prepared graph, its ranges, the typed options
+        graph, ranges = plan.graph, plan.ranges
+        self.graph, self.backend, self.calibrated = graph, plan.backend, ranges
+        self.options = dict(options or {})  # as given, for the exported file
         self.learned = LearnedRanges(ranges) if ranges_mode is RangeMode.LEARNED else None
         self.weight_names = _trainable(graph)
         self.params = torch.nn.ParameterList(
@@ -256,7 +254,7 @@ class QatModel(torch.nn.Module):
             ranges = (
                 self.calibrated if self.learned is None else self.learned.current(self.calibrated)
             )
-            program = lower_prepared(self.trained_graph(), self.backend, ranges, **self.options)
+            program = self.plan.with_graph(self.trained_graph()).with_ranges(ranges).lower()
             self._lowered = (version, program, ranges)
         return self._lowered
 

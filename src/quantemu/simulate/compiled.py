@@ -1,0 +1,183 @@
+"""A compiled program: a plan and the lowered program the backend made of it.
+
+:class:`Program` is what ``quantemu.compile`` returns: ``run`` runs the integer program on a
+batch (or a dataset, in batches side by side on the cores), ``evaluate`` compares it layer by
+layer with the float model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from quantemu._version import __version__
+from quantemu.calibration.from_model import FROM_MODEL
+from quantemu.calibration.ranges import NO_CALIBRATION, CalibrationRanges
+from quantemu.errors import InvalidInputError
+from quantemu.graph import Graph, inputs
+from quantemu.graph.passes_shape import fixed_batch
+from quantemu.program import LinearEncoding, LoweredModel, QTensor, RunResult, run_lowered
+from quantemu.program.options import LoweringOptions
+from quantemu.simulate.evaluate import Evaluation, evaluate
+from quantemu.simulate.streaming import Keep, elements_per_sample, run_in_batches
+
+if TYPE_CHECKING:
+    from quantemu.simulate.plan import BackendPlan
+
+#: ``Graph.metadata`` key of ranges written with the model (``QatModel.export``).
+RANGES_KEY = "quantemu.ranges"
+
+
+@dataclass(frozen=True)
+class Program:
+    """A float model lowered onto one backend (see the module docstring): its
+    :class:`~quantemu.simulate.plan.BackendPlan` and the lowered program it gave."""
+
+    plan: BackendPlan
+    lowered: LoweredModel
+
+    @property
+    def backend(self) -> str:
+        """The backend's name."""
+        return self.plan.backend
+
+    @property
+    def graph(self) -> Graph:
+        """The optimized graph as the backend's toolchain rewrote it."""
+        return self.plan.graph
+
+    @property
+    def ranges(self) -> CalibrationRanges:
+        """The activation ranges the program was lowered with."""
+        return self.plan.ranges
+
+    @property
+    def options(self) -> LoweringOptions:
+        """The backend's typed lowering options."""
+        return self.plan.options
+
+    @property
+    def header(self) -> dict[str, str]:
+        """Every result-changing choice, for report headers (DESIGN principle 9)."""
+        return {
+            "backend": self.backend,
+            **{str(k): str(v) for k, v in self.lowered.header.items()},
+            "calibration": (
+                "the model's own quantization"
+                if self.ranges.observer == FROM_MODEL
+                else "none (the options select a pipeline that needs none)"
+                if self.ranges.observer == NO_CALIBRATION
+                else f"{self.ranges.observer}, {self.ranges.samples} samples"
+            )
+            + (", ranges carried in the model file" if RANGES_KEY in self.graph.metadata else ""),
+            "quantemu": __version__,
+        }
+
+    def check_input(self, x) -> np.ndarray:
+        """``x`` as the batch the model's single input takes, or a clear error.
+
+        Float data is returned as float32. Integer data must be the model's own input codes (a
+        pre-quantized model's input dtype, e.g. int8) and is returned as it is.
+        """
+        if len(self.graph.inputs) != 1:
+            raise InvalidInputError(
+                f"the model has {len(self.graph.inputs)} inputs; pass a dict to run_feeds()"
+            )
+        info = self.graph.inputs[0]
+        x = inputs.as_array(x, info.name)
+        if x.dtype.kind in "iu":
+            self._input_encoding(x.dtype)
+        elif x.dtype.kind != "f":
+            raise InvalidInputError(
+                f"input {info.name!r}: expected float data (as the float model takes it), got "
+                f"dtype {x.dtype}; normalize it as the model expects and pass float32"
+            )
+        batch = fixed_batch(self.graph)
+        if batch is not None and x.ndim and x.shape[0] != batch and x.shape[0]:
+            raise InvalidInputError(
+                f"input {info.name!r}: the model takes batches of exactly {batch} sample(s) (its "
+                f"batch is fixed and could not be relaxed), got {x.shape[0]}; run {batch} at a "
+                "time (evaluate() and quantemu run split the data themselves)"
+            )
+        inputs.check_shape(x, info.name, info.shape)
+        inputs.check_samples(x, info.name)
+        return x if x.dtype.kind in "iu" else inputs.float32_checked(x, info.name)
+
+    def _input_encoding(self, dtype: np.dtype) -> LinearEncoding:
+        """The model's own quantization of its input, which integer input codes are in."""
+        info = self.graph.inputs[0]
+        ov = self.graph.quant_overrides.get(info.name)
+        if ov is None or np.dtype(ov.dtype) != dtype:
+            own = f"its codes are {ov.dtype}" if ov is not None else "it takes float data"
+            raise InvalidInputError(
+                f"input {info.name!r}: got integer data of dtype {dtype}, but {own}; pass the "
+                "model's own input codes, or float data as the float model takes it"
+            )
+        return LinearEncoding(float(ov.scale), int(ov.zero_point), dtype=ov.dtype)
+
+    def float_input(self, x: np.ndarray) -> np.ndarray:
+        """The float values of a checked batch (integer codes are dequantized)."""
+        if x.dtype.kind in "iu":
+            return self._input_encoding(x.dtype).dequantize(x).astype(np.float32)
+        return x
+
+    def run(self, x, *, keep: Keep | str = "outputs") -> RunResult:
+        """Run ``x`` (any number of samples) through the integer program.
+
+        ``keep="outputs"``: the graph outputs' codes and every layer's counters, computed in
+        batches side by side on the cores (bounded memory); ``keep="all"``: every layer's
+        tensors too, in one pass, up to a size limit; ``keep="internals"``: also every layer's
+        internals (accumulators, ...) (:mod:`quantemu.simulate.streaming`).
+        """
+        keep = Keep.parse(keep)
+        x = self.check_input(x)
+        encoding = self._input_encoding(x.dtype) if x.dtype.kind in "iu" else None
+        name = self.graph.inputs[0].name
+
+        def run_batch(batch: np.ndarray) -> RunResult:
+            feed = QTensor(batch, encoding) if encoding is not None else batch
+            return run_lowered(
+                self.lowered, self.graph.outputs, {name: feed}, internals=keep is Keep.INTERNALS
+            )
+
+        streamable = fixed_batch(self.graph) is None and all(
+            isinstance(info.shape[0], str) for info in self.graph.output_infos if info.shape
+        )
+        shapes = [self.graph.tensors[o].shape for n in self.graph.nodes for o in n.outputs if o]
+        return run_in_batches(
+            run_batch,
+            x,
+            self.graph.outputs,
+            keep,
+            streamable=streamable,
+            elements=elements_per_sample(shapes),
+        )
+
+    def run_feeds(self, feeds: Mapping[str, np.ndarray]) -> RunResult:
+        """Run a model with several inputs (name -> float array, or a QTensor of codes)."""
+        feeds = inputs.check_feeds(self.graph, feeds)
+        return run_lowered(self.lowered, self.graph.outputs, feeds)
+
+    def evaluate(
+        self, x, labels=None, *, batch_size: int = 128, on_batch=None, on_result=None, client=None
+    ) -> Evaluation:
+        """Per-layer SQNR, cosine, LSB error and counters against the float model
+        (``on_result`` receives each batch's :class:`RunResult`; ``client``: a
+        ``dask.distributed.Client`` to run the batches on, :mod:`quantemu.simulate.distributed`).
+        ``x``: an array, or a sample set read lazily (shards, a glob, an image folder)."""
+        return evaluate(
+            self,
+            x,
+            labels,
+            batch_size=batch_size,
+            on_batch=on_batch,
+            on_result=on_result,
+            client=client,
+        )
+
+    def report(self, x, labels=None, **kwargs) -> Evaluation:
+        """:meth:`evaluate`; render the result with :mod:`quantemu.report`."""
+        return self.evaluate(x, labels, **kwargs)
