@@ -169,3 +169,30 @@ def test_conformance_bad_json_path_fails_first(tmp_path, capsys):
 def test_calibrate_out_is_checked_first(tmp_path, capsys):
     assert main(["calibrate", "demo", "-q", "--out", str(tmp_path)]) == 2
     assert "is a directory" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["--isa", "avx2", "--option", "isa=avx512_core"], ("--isa avx2", "--option isa=")),
+        (
+            ["--option", "onednn.reduce_range=true", "--option", "reduce_range=false"],
+            ("onednn.reduce_range=true", "reduce_range=false"),
+        ),
+    ],
+)
+def test_one_option_given_two_values_is_an_error_naming_both(capsys, args, named):
+    code = main(["run", "demo", "--backend", "onednn", *args, "-q"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "onednn option" in err and "two values" in err
+    for text in named:
+        assert text in err
+
+
+def test_one_option_given_the_same_value_twice_is_not_an_error():
+    from quantemu.cli.options import check_options, parse_options
+
+    # AVX2 and avx2 type to the same enum member
+    texts = parse_options(["isa=AVX2"], ["onednn"], "avx2")
+    assert check_options(texts)["onednn"].isa.value == "avx2"
