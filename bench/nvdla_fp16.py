@@ -27,7 +27,7 @@ import numpy as np
 
 import quantemu
 from _timing import compare, machine_record
-from quantemu.backends.nvdla.cc_fp16 import (
+from quantemu.backends.nvdla.fp16.cc import (
     cacc_add_fp16,
     cacc_fp48_to_fp32,
     conv_fp16,

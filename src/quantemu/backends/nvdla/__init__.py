@@ -4,10 +4,11 @@ Public API: register blocks (:mod:`.registers`), the precision-control primitive
 (:func:`converter`, :func:`truncate`, :func:`shifter`), the unit ops (:func:`sdp`, :func:`cdp`,
 :func:`cdp_window`, :func:`pdp`, :func:`pdp_avg`, :func:`pdp_max`, :func:`pdp_min`,
 :func:`cacc`, :func:`cdma_convert`) and the LUT evaluations. Programming lives in
-:mod:`.quantize` (converters) and :mod:`.lut_program` (LUT tables); seed 001's FP16 thresholds in
-:mod:`.fp16_check`; whole-model lowering in :mod:`.lower`; the scalar page pseudo-code the ops
-are tested against in :mod:`.reference`. Importing the package registers the conformance
-adapters.
+:mod:`.quantize` (converters) and :mod:`.lut_program` (LUT tables); whole-model lowering in
+:mod:`.lower`; the scalar page pseudo-code the ops are tested against in :mod:`.reference`. The
+FP16 pipeline is the subpackage :mod:`.fp16` (its ops, twins, LUTs, seed 001's thresholds and
+lowering); ``sdp``, ``cdp`` and ``pdp`` run it for registers that select FP16. Importing the
+package registers the conformance adapters.
 """
 
 from quantemu.backends.nvdla import conformance as _conformance  # registers the ops

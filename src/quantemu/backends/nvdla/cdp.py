@@ -74,10 +74,10 @@ def cdp_window(x, regs: CdpRegisters, lut_le, lut_lo, *, axis: int = -1) -> CdpR
 
     ``x`` has ``C + 8`` channels along ``axis``; output channel ``i`` is centred on input channel
     ``i + 4``, so the result has ``C`` channels there. Any other axes are independent pixels.
-    ``INPUT_DATA_TYPE = FP16`` runs :func:`.cdp_fp16.cdp_window_fp16` (fp16 data and tables).
+    ``INPUT_DATA_TYPE = FP16`` runs :func:`.fp16.cdp.cdp_window_fp16` (fp16 data and tables).
     """
     if regs.input_type is Precision.FP16:
-        from quantemu.backends.nvdla.cdp_fp16 import cdp_window_fp16  # noqa: PLC0415 (cycle)
+        from quantemu.backends.nvdla.fp16.cdp import cdp_window_fp16  # noqa: PLC0415 (cycle)
 
         return cdp_window_fp16(x, regs, lut_le, lut_lo, axis=axis)
     xa = np.moveaxis(_check_input(x, regs, "cdp"), axis, -1)
@@ -137,10 +137,10 @@ def cdp(x, regs: CdpRegisters, lut_le, lut_lo, *, axis: int = 0) -> CdpResult:
     Channels beyond ``[0, C)`` hold :func:`edge_fill`; this fill is read from the cmod and is
     not covered by the conformance vectors (§7). Counters count the real channels only (the
     hardware also processes the padding lanes of its last atom, §7). FP16 runs
-    :func:`.cdp_fp16.cdp_fp16` (edges +0).
+    :func:`.fp16.cdp.cdp_fp16` (edges +0).
     """
     if regs.input_type is Precision.FP16:
-        from quantemu.backends.nvdla.cdp_fp16 import cdp_fp16  # noqa: PLC0415 (cycle)
+        from quantemu.backends.nvdla.fp16.cdp import cdp_fp16  # noqa: PLC0415 (cycle)
 
         return cdp_fp16(x, regs, lut_le, lut_lo, axis=axis)
     xa = np.moveaxis(_check_input(x, regs, "cdp"), axis, -1)

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from quantemu.backends.nvdla.cacc import cacc
-from quantemu.backends.nvdla.cc_fp16 import CONV_ATTRS, conv_fp16_attrs
 from quantemu.backends.nvdla.cdp import cdp_window
+from quantemu.backends.nvdla.fp16.cc import CONV_ATTRS, conv_fp16_attrs
 from quantemu.backends.nvdla.pdp import pdp_avg, pdp_max, pdp_min
 from quantemu.backends.nvdla.registers import (
     CaccRegisters,

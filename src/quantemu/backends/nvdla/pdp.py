@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from quantemu.backends.nvdla.pdp_fp16 import pdp_fp16
+from quantemu.backends.nvdla.fp16.pdp import pdp_fp16
 from quantemu.backends.nvdla.registers import PdpGeometry, PdpRegisters, PoolingMethod, Precision
 from quantemu.errors import InvalidInputError
 from quantemu.intmath import shift_right_round_half_away, wrap
@@ -98,7 +98,7 @@ def pdp(x, regs: PdpRegisters) -> np.ndarray:
     A batch ``[N, C, H, W]`` is pooled image by image with the same registers (``[N, C, OH,
     OW]`` out); the images are independent, so this is the per-image result stacked.
     ``INPUT_DATA = 2`` (FP16): float16 X (or raw uint16 words), int16 output words, computed by
-    :func:`~quantemu.backends.nvdla.pdp_fp16.pdp_fp16`.
+    :func:`~quantemu.backends.nvdla.fp16.pdp.pdp_fp16`.
     """
     if regs.input_type is Precision.FP16:  # NVIDIA's C model's fp16/fp17 arithmetic
         return pdp_fp16(x, regs)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from quantemu.backends.nvdla.fp16.sdp import nan_outputs, output_fp16, run_fp16, saturated_fp16
 from quantemu.backends.nvdla.lut import HIT, OFLOW, UFLOW, check_tables, sdp_lut
 from quantemu.backends.nvdla.precision import converter, shifter, shr
 from quantemu.backends.nvdla.registers import (
@@ -22,7 +23,6 @@ from quantemu.backends.nvdla.registers import (
     XUnit,
     YUnit,
 )
-from quantemu.backends.nvdla.sdp_fp16 import nan_outputs, output_fp16, run_fp16, saturated_fp16
 from quantemu.errors import InvalidInputError
 from quantemu.intmath import saturate, wrap
 from quantemu.intmath.nvdla_float import fp16_bit_patterns, int17_to_fp16_rne_sat_nvdla
@@ -249,7 +249,7 @@ def _fp16_input(x) -> np.ndarray:
 
 
 def _sdp_fp16(x, regs: SdpRegisters, operands: Mapping, lut: tuple) -> SdpResult:
-    """The FP16 pipeline (:mod:`.sdp_fp16`)."""
+    """The FP16 pipeline (:mod:`.fp16.sdp`)."""
     xa = _fp16_input(x)
     zeros = np.zeros((), dtype=np.uint16)
     mem = {

@@ -6,7 +6,7 @@ bias rule, per-tensor rescale in the SDP output converter or per-channel in the 
 Every layer computes with the nvdla ops (CACC, SDP, PDP, CDP); the few ops NVDLA cannot run
 (Softmax) fall back to float on the CPU, as nvdla/sw does, with ``exact=False``.
 
-``precision=fp16`` lowers onto the FP16 pipeline instead (:mod:`.fp16`: no calibration, fp16
+``precision=fp16`` lowers onto the FP16 pipeline instead (:mod:`..fp16.lower`: no calibration, fp16
 words). The package: :mod:`.options` (:class:`Options`), :mod:`.context` (every tensor's scale),
 :mod:`.rules` (the op table, :data:`RULES`) and the layers with their rules by kind:
 :mod:`.conv`, :mod:`.elementwise`, :mod:`.activation`, :mod:`.normalize`, :mod:`.pool`,
@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from quantemu._version import __version__
+from quantemu.backends.nvdla.fp16.lower import header_fp16, lower_fp16
 from quantemu.backends.nvdla.lower.context import NvdlaContext
-from quantemu.backends.nvdla.lower.fp16 import header_fp16, lower_fp16
 from quantemu.backends.nvdla.lower.options import (
     Options,
     PipelinePrecision,

@@ -18,7 +18,7 @@ _PAD_SIGN_BIT = {
 @dataclass(frozen=True)
 class PdpRegisters(RegisterBlock):
     """PDP fields, ``conformance/nvdla.md`` §4.1 (split-width mode not emulated); FP16 input
-    (``INPUT_DATA = 2``) pools as NVIDIA's C model does (``pdp_fp16.py``)."""
+    (``INPUT_DATA = 2``) pools as NVIDIA's C model does (``fp16/pdp.py``)."""
 
     UNIT = "PdpRegisters"
 

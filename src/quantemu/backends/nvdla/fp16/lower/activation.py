@@ -14,8 +14,8 @@ import functools
 
 import numpy as np
 
-from quantemu.backends.nvdla.lower.fp16.check import Fp16Check, fp16_values
-from quantemu.backends.nvdla.lower.fp16.sdp import (
+from quantemu.backends.nvdla.fp16.lower.check import Fp16Check, fp16_values
+from quantemu.backends.nvdla.fp16.lower.sdp import (
     Fp16SdpLayer,
     activation_fields,
     activation_of,

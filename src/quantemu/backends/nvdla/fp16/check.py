@@ -18,7 +18,7 @@ largest magnitude in the CDP square-sum window or the PDP pooling window (the se
 the seed's unexplained factor, a parameter here (default 1). Every function returns a boolean
 array: True where the element **violates** its threshold. A NaN in ``a`` or ``b`` violates
 (except bit-identical NaNs in the SDP check). The SDP's FP16 datapath is emulated bit for bit
-(:mod:`.sdp_fp16`); the other units' FP16 datapaths are not.
+(:mod:`.sdp`); the other units' FP16 datapaths are not.
 """
 
 from __future__ import annotations

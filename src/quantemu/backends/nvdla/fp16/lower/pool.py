@@ -1,4 +1,4 @@
-"""Pooling in FP16 on the PDP (:func:`~quantemu.backends.nvdla.pdp_fp16.pdp_fp16`).
+"""Pooling in FP16 on the PDP (:func:`~quantemu.backends.nvdla.fp16.pdp.pdp_fp16`).
 
 The registers are the INT8 lowering's (:func:`~quantemu.backends.nvdla.quantize.program_pdp`:
 the same kernel, stride and padding limits, ceil mode folded into the pads) with
@@ -15,11 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from quantemu.backends.nvdla.lower.fp16.check import Fp16Check, fp16_values, pool_window_max
+from quantemu.backends.nvdla.fp16.lower.check import Fp16Check, fp16_values, pool_window_max
+from quantemu.backends.nvdla.fp16.pdp import check_supported, pdp_fp16
+from quantemu.backends.nvdla.fp16.sdp import nan_outputs, saturated_fp16
 from quantemu.backends.nvdla.lower.pool import global_pool_program, pool_registers
-from quantemu.backends.nvdla.pdp_fp16 import check_supported, pdp_fp16
 from quantemu.backends.nvdla.registers import PdpRegisters, PoolingMethod, Precision
-from quantemu.backends.nvdla.sdp_fp16 import nan_outputs, saturated_fp16
 from quantemu.graph.ir import Node
 from quantemu.program import Encoding, Layer, LayerOutput, QTensor
 from quantemu.program.lowering import LoweringContext

@@ -1,5 +1,5 @@
-"""PDP pooling of FP16 data (``pdp_fp16.py``): the vectorised module equals its scalar twin, the
-cmod vectors pass (bundled, and live for another seed), and the refusals are clear."""
+"""PDP pooling of FP16 data (``nvdla/fp16/pdp.py``): the vectorised module equals its scalar twin,
+the cmod vectors pass (bundled, and live for another seed), and the refusals are clear."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.backends.nvdla.cmod_tools import cmod_tool
 
+from quantemu.backends.nvdla.fp16.pdp import pdp_fp16
+from quantemu.backends.nvdla.fp16.reference import pdp_fp16_reference
 from quantemu.backends.nvdla.pdp import pdp, pdp_avg, pdp_max
-from quantemu.backends.nvdla.pdp_fp16 import pdp_fp16
-from quantemu.backends.nvdla.reference_pdp_fp16 import pdp_fp16_reference
 from quantemu.backends.nvdla.registers import PdpRegisters
 from quantemu.conformance import bundled_files, collect_files, run_suite
 from quantemu.errors import InvalidInputError, UnsupportedError
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[4]
 DATA = REPO / "tests" / "data" / "nvdla_pdp_fp16"
 WORDS = (0x0000, 0x8000, 0x0001, 0x83FF, 0x3C00, 0xBC00, 0x7BFF, 0xFBFF, 0x7C00, 0xFC00)
 NANS = (0x7C01, 0x7E00, 0xFD02, 0xFFFF)

@@ -11,14 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.backends.nvdla.cmod_tools import cmod_tool
 
-from quantemu.backends.nvdla import reference_cdp_fp16 as ref
 from quantemu.backends.nvdla.cdp import cdp, cdp_window
-from quantemu.backends.nvdla.cdp_fp16 import cdp_window_fp16
+from quantemu.backends.nvdla.fp16 import reference as ref
+from quantemu.backends.nvdla.fp16.cdp import cdp_window_fp16
 from quantemu.backends.nvdla.registers import CdpRegisters
 from quantemu.conformance import collect_files, run_suite
 from quantemu.errors import InvalidInputError
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 DATA = ROOT / "tests" / "data" / "nvdla_cdp_fp16"
 EDGE = [0x0000, 0x8000, 0x0001, 0x8001, 0x03FF, 0x0400, 0x7BFF, 0xFBFF, 0x7C00, 0xFC00, 0x7E00,
         0x7C01, 0xFE11, 0x3C00, 0xBC00, 0x3555, 0x5640]  # fmt: skip

@@ -19,9 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from quantemu.backends.nvdla.lower.elementwise import _main_index
-from quantemu.backends.nvdla.lower.fp16.check import Fp16Check, fp16_values
-from quantemu.backends.nvdla.lower.fp16.sdp import (
+from quantemu.backends.nvdla.fp16.lower.check import Fp16Check, fp16_values
+from quantemu.backends.nvdla.fp16.lower.sdp import (
     MINUS_ONE_FP16,
     MINUS_ONE_FP32,
     Fp16Pass,
@@ -31,6 +30,7 @@ from quantemu.backends.nvdla.lower.fp16.sdp import (
     fp16_words,
     run_passes,
 )
+from quantemu.backends.nvdla.lower.elementwise import _main_index
 from quantemu.backends.nvdla.registers import AluAlgo, OperandSource
 from quantemu.graph.ir import Node
 from quantemu.program import Encoding, Layer, LayerOutput, QTensor

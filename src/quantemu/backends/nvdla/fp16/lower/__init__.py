@@ -30,23 +30,23 @@ import functools
 from dataclasses import dataclass
 
 from quantemu._version import __version__
-from quantemu.backends.nvdla.lower.context import NvdlaContext
-from quantemu.backends.nvdla.lower.fallback import CPU_OPS, float_fallback
-from quantemu.backends.nvdla.lower.fp16.activation import (
+from quantemu.backends.nvdla.fp16.lower.activation import (
     lower_activation_fp16,
     lower_batchnorm_fp16,
     lower_prelu_fp16,
 )
-from quantemu.backends.nvdla.lower.fp16.conv import Fp16ConvLayer, lower_conv_fp16
-from quantemu.backends.nvdla.lower.fp16.elementwise import Fp16EwLayer, lower_ew_fp16
-from quantemu.backends.nvdla.lower.fp16.layout import lower_concat_fp16
-from quantemu.backends.nvdla.lower.fp16.lut import Fp16CdpLayer, lower_lrn_fp16, lower_lut_fp16
-from quantemu.backends.nvdla.lower.fp16.pool import (
+from quantemu.backends.nvdla.fp16.lower.conv import Fp16ConvLayer, lower_conv_fp16
+from quantemu.backends.nvdla.fp16.lower.elementwise import Fp16EwLayer, lower_ew_fp16
+from quantemu.backends.nvdla.fp16.lower.layout import lower_concat_fp16
+from quantemu.backends.nvdla.fp16.lower.lut import Fp16CdpLayer, lower_lrn_fp16, lower_lut_fp16
+from quantemu.backends.nvdla.fp16.lower.pool import (
     Fp16PdpLayer,
     lower_global_pool_fp16,
     lower_pool_fp16,
 )
-from quantemu.backends.nvdla.lower.fp16.sdp import Fp16SdpLayer
+from quantemu.backends.nvdla.fp16.lower.sdp import Fp16SdpLayer
+from quantemu.backends.nvdla.lower.context import NvdlaContext
+from quantemu.backends.nvdla.lower.fallback import CPU_OPS, float_fallback
 from quantemu.backends.nvdla.lower.layout import LAYOUT_OPS, lower_layout
 from quantemu.backends.nvdla.lower.options import Options
 from quantemu.backends.nvdla.lower.rules import _located

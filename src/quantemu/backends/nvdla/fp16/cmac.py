@@ -1,7 +1,7 @@
 """CMAC in FP16: the Booth products and atomic ops of NVIDIA's C model, vectorised for speed.
 
 nvdla/hw ``nvdlav1`` @ ``8e06b1b9``, class ``NvdlaMacCell`` of ``cmac/NV_NVDLA_cmac.h``
-(``FP16_CONV_NOTES.md`` §1.2; :mod:`.cc_fp16` adds CACC and the convolution loops).
+(``CONV_NOTES.md`` §1.2; :mod:`.cc` adds CACC and the convolution loops).
 
 **The Booth product** (``cal_fp16_booth``, 433-589). The weight mantissa ``wm`` gives eight
 radix-4 digits (``code_i = ((wm << 1) >> 2i) & 7``, XOR 7 when ``res_sign`` is set, which negates

@@ -5,7 +5,7 @@ NVDLA's verification compares each unit's fp16 output with a reference computed 
 layers passed on. quantemu does the same per layer: the reference is the float graph's kernel of
 the node (:func:`~quantemu.graph.executor.run_node`, float32) on the layer's own fp16 inputs,
 with the fp16 weights and operands the layer uses, rounded to fp16 (round to nearest even).
-The check (:mod:`~quantemu.backends.nvdla.fp16_check`) then depends on the unit:
+The check (:mod:`~quantemu.backends.nvdla.fp16.check`) then depends on the unit:
 
 - convolution (CC DC): ``|a - b| <= 2^(max_exp - 20) * R*S*C * 2 + 2^(exp(a) - 10)``, with
   ``max_exp`` the window's largest ``(exp(d) & ~3) + (exp(w) & ~3)`` (:func:`conv_max_exp`);
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from quantemu.backends.nvdla import fp16_check
+from quantemu.backends.nvdla.fp16 import check as thresholds
 from quantemu.graph.executor import run_node
 from quantemu.graph.ir import Node
 from quantemu.intmath import window_columns
@@ -68,14 +68,14 @@ class Fp16Check:
 
     def sdp(self, y: np.ndarray, inputs: list[QTensor]) -> dict[str, int]:
         """The SDP check: output words identical to the reference's."""
-        bad = fp16_check.sdp_violations(fp16_values(y), self.reference(inputs))
+        bad = thresholds.sdp_violations(fp16_values(y), self.reference(inputs))
         return {COUNTER: int(np.count_nonzero(bad))}
 
     def conv(self, y: np.ndarray, inputs: list[QTensor], max_exp, taps: int) -> dict[str, int]:
         """The CC DC check with the layer's ``max_exp`` and ``taps`` = R*S*C (per group)."""
         a, b = fp16_values(y), self.reference(inputs).reshape(y.shape)
-        bad = fp16_check.conv_violations(
-            a, b, np.asarray(max_exp).reshape(y.shape), mode=fp16_check.ConvMode.DC, taps=taps
+        bad = thresholds.conv_violations(
+            a, b, np.asarray(max_exp).reshape(y.shape), mode=thresholds.ConvMode.DC, taps=taps
         )
         return {COUNTER: int(np.count_nonzero(bad))}
 
@@ -83,7 +83,7 @@ class Fp16Check:
         """The PDP/CDP check; ``window_max`` is each output's largest window magnitude."""
         a, b = fp16_values(y), self.reference(inputs).reshape(y.shape)
         windows = np.asarray(window_max, dtype=np.float64).reshape(*y.shape, 1)
-        bad = fp16_check.pdp_violations(a, b, windows)
+        bad = thresholds.pdp_violations(a, b, windows)
         return {COUNTER: int(np.count_nonzero(bad))}
 
 
@@ -98,7 +98,7 @@ def conv_max_exp(x, w, *, group: int, strides, dilations, pads) -> np.ndarray:
     ``w`` ``[M, C/g, R, S]``: the largest ``(exp(d) & ~3) + (exp(w) & ~3)`` over the window,
     padded positions included (padding is +0, exponent -16). ``(N, M, OH, OW)`` int8.
 
-    The same as :func:`~quantemu.backends.nvdla.fp16_check.conv_max_exp` on the im2col windows,
+    The same as :func:`~quantemu.backends.nvdla.fp16.check.conv_max_exp` on the im2col windows,
     without building them for every output channel: one tap at a time, blocks of outputs.
     """
     m, cg, r, s = w.shape

@@ -12,12 +12,12 @@ from onnx import helper
 from tests.graph.onnx_models import model
 
 import quantemu
-from quantemu.backends.nvdla import fp16_check
-from quantemu.backends.nvdla.cc_fp16 import conv_fp16
-from quantemu.backends.nvdla.cdp_fp16 import cdp_fp16
-from quantemu.backends.nvdla.lower.fp16.check import conv_max_exp
-from quantemu.backends.nvdla.lut_fp16_program import lrn_fp16_lut, sdp_fp16_lut
-from quantemu.backends.nvdla.pdp_fp16 import pdp_fp16
+from quantemu.backends.nvdla.fp16 import check as fp16_check
+from quantemu.backends.nvdla.fp16.cc import conv_fp16
+from quantemu.backends.nvdla.fp16.cdp import cdp_fp16
+from quantemu.backends.nvdla.fp16.lower.check import conv_max_exp
+from quantemu.backends.nvdla.fp16.lut_program import lrn_fp16_lut, sdp_fp16_lut
+from quantemu.backends.nvdla.fp16.pdp import pdp_fp16
 from quantemu.backends.nvdla.quantize import RECIP_KERNEL_FP17, program_pdp
 from quantemu.backends.nvdla.registers import CdpRegisters, PoolingMethod, Precision
 from quantemu.calibration.ranges import NO_CALIBRATION

@@ -1,6 +1,6 @@
 """Direct convolution in FP16 through CMAC and CACC, as NVIDIA's C model computes it.
 
-nvdla/hw ``nvdlav1`` @ ``8e06b1b9`` (see ``FP16_CONV_NOTES.md`` §1 for the line references):
+nvdla/hw ``nvdlav1`` @ ``8e06b1b9`` (see ``CONV_NOTES.md`` §1 for the line references):
 
 1. **CMAC atomic op** (``NvdlaMacCell::calculation_fp16``, ``cmac/NV_NVDLA_cmac.h`` 301-835), 64
    channels of one input position times 64 channels of one kernel tap:
@@ -14,7 +14,7 @@ nvdla/hw ``nvdlav1`` @ ``8e06b1b9`` (see ``FP16_CONV_NOTES.md`` §1 for the line
    - each product is the cmod's radix-4 Booth multiplier with its carry-save tree, the two
      carry-save vectors each shifted right by ``4 * (max - coarse)`` (:func:`booth_fp16`, ported
      as written: there is no closed form), 0 for a shift of 32 or more;
-   - :mod:`.cmac_fp16` computes it (:func:`cmac_cell_fp16`) with the Booth digits decoded once
+   - :mod:`.cmac` computes it (:func:`cmac_cell_fp16`) with the Booth digits decoded once
      per weight and only the channels that take part formed, which changes no bit;
    - the products are summed exactly: ``E = 4 * max`` (6 bits) and a 38-bit mantissa ``M``,
      value ``M * 2^(E - 50)``.
@@ -29,7 +29,7 @@ nvdla/hw ``nvdlav1`` @ ``8e06b1b9`` (see ``FP16_CONV_NOTES.md`` §1 for the line
    payload in bits 9..0; no clipping or saturation in FP16).
 
 Padded positions carry ``pad_value`` (raw fp16 word) in every channel of the group; channels past
-C are 0 in data and weights. :mod:`.reference_cc_fp16` is the scalar twin this module is tested
+C are 0 in data and weights. :mod:`.reference` is the scalar twin this module is tested
 against with ``==``; ``tests/data/nvdla_conv_fp16`` holds vectors recorded from the cmod itself.
 :func:`conv_fp16_grouped` runs grouped convolutions (ONNX ``group``), each group its own NVDLA
 convolution, all groups at once. Not modelled: Winograd, image input, batches.
@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from quantemu.backends.nvdla.cmac_fp16 import booth_fp16, cmac_cell_fp16  # noqa: F401 (public here)
+from quantemu.backends.nvdla.fp16.cmac import booth_fp16, cmac_cell_fp16  # noqa: F401 (public here)
 from quantemu.errors import InvalidInputError
 from quantemu.intmath.nvdla_float import fp16_bit_patterns
 

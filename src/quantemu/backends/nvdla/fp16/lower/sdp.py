@@ -1,6 +1,6 @@
 """SDP passes of the FP16 lowering: registers with ``PROC/OUT_PRECISION = 2`` and fp16 operands.
 
-An :class:`Fp16Pass` is one SDP pass in FP16 (:mod:`~quantemu.backends.nvdla.sdp_fp16`): its
+An :class:`Fp16Pass` is one SDP pass in FP16 (:mod:`~quantemu.backends.nvdla.fp16.sdp`): its
 registers, and its per-channel operands as fp16 words (bias, batch-norm scale and offset, PReLU
 slopes) that :func:`~quantemu.backends.nvdla.sdp` reads from memory along the channel axis. The
 input is fp16 words from memory (``uint16``) or the fp32 words CACC sends (``uint32``); the

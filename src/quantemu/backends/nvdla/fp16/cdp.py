@@ -23,7 +23,7 @@ nvdla/hw ``nvdlav1`` @ ``8e06b1b9``, ``cmod/hls_wrapper/cdp_hls_wrapper.cpp`` 17
    input passes through. Output ``Fp17ToFp16``; DATOUT_* are ignored and OUT_SATURATION is 0.
 
 Channels outside the cube are +0 in FP16 (the cmod forces ``cdp_datin_offset`` to 0).
-:mod:`.reference_cdp_fp16` is the scalar twin this module is tested against with ``==``.
+:mod:`.reference` is the scalar twin this module is tested against with ``==``.
 """
 
 from __future__ import annotations

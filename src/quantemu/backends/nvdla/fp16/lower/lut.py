@@ -1,5 +1,5 @@
 """The LUT ops in FP16 with the tables NVIDIA's compiler programs
-(:mod:`~quantemu.backends.nvdla.lut_fp16_program`).
+(:mod:`~quantemu.backends.nvdla.fp16.lut_program`).
 
 Sigmoid and Tanh are one SDP pass through the EW unit's LUT (LO linear table, fp17
 interpolation). LRN runs on the CDP: the fp32 square sum over ``size`` channels, the LE
@@ -14,12 +14,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from quantemu.backends.nvdla.cdp_fp16 import cdp_fp16
-from quantemu.backends.nvdla.lower.fp16.check import Fp16Check, fp16_values
-from quantemu.backends.nvdla.lower.fp16.sdp import Fp16SdpLayer, fp16_pass
-from quantemu.backends.nvdla.lut_fp16_program import lrn_fp16_lut, sdp_fp16_lut
+from quantemu.backends.nvdla.fp16.cdp import cdp_fp16
+from quantemu.backends.nvdla.fp16.lower.check import Fp16Check, fp16_values
+from quantemu.backends.nvdla.fp16.lower.sdp import Fp16SdpLayer, fp16_pass
+from quantemu.backends.nvdla.fp16.lut_program import lrn_fp16_lut, sdp_fp16_lut
+from quantemu.backends.nvdla.fp16.sdp import nan_outputs, saturated_fp16
 from quantemu.backends.nvdla.registers import CdpRegisters, Precision
-from quantemu.backends.nvdla.sdp_fp16 import nan_outputs, saturated_fp16
 from quantemu.errors import UnsupportedError
 from quantemu.graph.ir import Node
 from quantemu.program import Encoding, Layer, LayerOutput, QTensor

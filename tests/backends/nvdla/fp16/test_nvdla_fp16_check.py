@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from quantemu.backends.nvdla.fp16_check import (
+from quantemu.backends.nvdla.fp16.check import (
     ConvMode,
     cdp_violations,
     conv_max_exp,

@@ -1,8 +1,8 @@
 """The FP16 LUTs NVIDIA's compiler programs (nvdla/sw ``LutManager.cpp``, firmware ``update_lut``).
 
-Unlike the integer LUTs (:mod:`.lut_program`, quantemu's own rule), the open compiler fills these
-tables itself; quantemu reproduces them by their definition, checked entry for entry against the
-compiler's source:
+Unlike the integer LUTs (:mod:`quantemu.backends.nvdla.lut_program`, quantemu's own rule), the
+open compiler fills these tables itself; quantemu reproduces them by their definition, checked
+entry for entry against the compiler's source:
 
 - **Sigmoid** (SDP): LO linear, 257 entries ``fp16(sigmoid(-16 + i/8))``, ``LO_START = -16.0``
   (an fp32 word), ``LO_INDEX_SELECT = -3``; the LE table is disabled (all +0, ``LE_INDEX_SELECT

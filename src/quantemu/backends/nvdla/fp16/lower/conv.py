@@ -1,4 +1,4 @@
-"""Conv and Gemm in FP16: CMAC and CACC (:mod:`~quantemu.backends.nvdla.cc_fp16`), then the SDP.
+"""Conv and Gemm in FP16: CMAC and CACC (:mod:`~quantemu.backends.nvdla.fp16.cc`), then the SDP.
 
 The weights are converted to fp16 words (round to nearest even, as the compiler's ``half``
 conversion; a weight beyond ±65504 becomes ±Inf, and the layer's note says how many did). CACC
@@ -16,10 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from quantemu.backends.nvdla.cc_fp16 import conv_fp16_grouped
-from quantemu.backends.nvdla.lower.conv import constant_weights, conv_attrs
-from quantemu.backends.nvdla.lower.fp16.check import Fp16Check, conv_max_exp, fp16_values
-from quantemu.backends.nvdla.lower.fp16.sdp import (
+from quantemu.backends.nvdla.fp16.cc import conv_fp16_grouped
+from quantemu.backends.nvdla.fp16.lower.check import Fp16Check, conv_max_exp, fp16_values
+from quantemu.backends.nvdla.fp16.lower.sdp import (
     Fp16Pass,
     activation_fields,
     fp16_counters,
@@ -28,6 +27,7 @@ from quantemu.backends.nvdla.lower.fp16.sdp import (
     nan_inf_counts,
     run_passes,
 )
+from quantemu.backends.nvdla.lower.conv import constant_weights, conv_attrs
 from quantemu.backends.nvdla.registers import AluAlgo, OperandSource
 from quantemu.graph.ir import Attrs, Node
 from quantemu.program import Encoding, Layer, LayerOutput, QTensor

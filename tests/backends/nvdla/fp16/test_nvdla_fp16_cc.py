@@ -1,6 +1,6 @@
-"""Direct convolution in FP16 through CMAC + CACC (``cc_fp16.py``): the vectorised module equals
-its scalar twin, the cmod vectors pass (bundled, and live for another seed), and the refusals are
-clear."""
+"""Direct convolution in FP16 through CMAC + CACC (``nvdla/fp16/cc.py``): the vectorised module
+equals its scalar twin, the cmod vectors pass (bundled, and live for another seed), and the
+refusals are clear."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.backends.nvdla.cmod_tools import cmod_tool
 
-from quantemu.backends.nvdla import reference_cc_fp16 as ref
-from quantemu.backends.nvdla.cc_fp16 import (
+from quantemu.backends.nvdla.fp16 import reference as ref
+from quantemu.backends.nvdla.fp16.cc import (
     booth_fp16,
     cacc_add_fp16,
     cacc_fp48_to_fp32,
@@ -24,7 +24,7 @@ from quantemu.backends.nvdla.cc_fp16 import (
 from quantemu.conformance import bundled_files, collect_files, run_suite
 from quantemu.errors import InvalidInputError
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[4]
 DATA = REPO / "tests" / "data" / "nvdla_conv_fp16"
 SPECIALS = (0x0000, 0x8000, 0x0001, 0x83FF, 0x0400, 0x3C00, 0xBC00, 0x7BFF, 0xFBFF, 0x7C00, 0xFC00)
 NANS = (0x7C01, 0x7E00, 0xFD02, 0xFFFF, 0x7D55)
