@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from quantemu.backends.tflite import elementwise, reference
-from quantemu.backends.tflite.params import add_params, mul_params, sub_params
+from quantemu.backends.tflite.elementwise_params import add_params, mul_params, sub_params
 from quantemu.errors import InvalidInputError, UnsupportedError
 from tests.backends.tflite.strategies import activations, codes, scales, zero_points
 

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from quantemu.backends.tflite import params as P
+from quantemu.backends.tflite.elementwise_params import add_params
 from quantemu.errors import InvalidInputError, UnsupportedError
 from tests.backends.tflite.strategies import scales
 
@@ -85,10 +86,10 @@ def test_fully_connected_per_tensor_multiplies_scales_in_float32():
 
 def test_params_validate():
     with pytest.raises(InvalidInputError, match="positive"):
-        P.add_params(0.0, 0, 0.5, 0, 0.5, 0)
+        add_params(0.0, 0, 0.5, 0, 0.5, 0)
     with pytest.raises(InvalidInputError, match="int8 zero point"):
         P.requantize_params(0.5, 200, 0.5, 0)
     with pytest.raises(InvalidInputError, match="activation range"):
         P.PoolParams(10, -10)
     with pytest.raises(UnsupportedError, match=r"\(0, 1\)"):
-        P.add_params(0.5, 0, 0.5, 0, 2.0**-21, 0)  # output multiplier 1/(2**20 * s_out) >= 1
+        add_params(0.5, 0, 0.5, 0, 2.0**-21, 0)  # output multiplier 1/(2**20 * s_out) >= 1

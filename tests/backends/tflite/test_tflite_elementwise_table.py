@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from quantemu.backends.tflite import elementwise, reference
-from quantemu.backends.tflite.params import add_params, mul_params, sub_params
+from quantemu.backends.tflite.elementwise_params import add_params, mul_params, sub_params
 from quantemu.errors import UnsupportedError
 from tests.backends.tflite.strategies import activations, codes, scales, zero_points
 from tests.backends.tflite.test_elementwise import SHAPE_PAIRS, _scalar_map

@@ -40,6 +40,7 @@ import numpy as np
 from quantemu.backends.tflite.params import (
     FusedActivation,
     TfliteRuntime,
+    _zero_point,
     activation_range,
     quantize_multiplier,
 )
@@ -72,12 +73,6 @@ def _scale(value, name: str, where: str) -> np.float32:
     return v
 
 
-def _zp(value, name: str, where: str) -> int:
-    if int(value) != value or not INT8_MIN <= int(value) <= INT8_MAX:
-        raise InvalidInputError(f"{where}: {name} = {value!r} must be an int8 zero point")
-    return int(value)
-
-
 def _check_int(v: int, lo: int, hi: int, name: str, where: str) -> None:
     if not lo <= v <= hi:
         raise InvalidInputError(f"{where}: {name} = {v} outside [{lo}, {hi}]")
@@ -102,8 +97,8 @@ class ReluParams:
 
     def __post_init__(self) -> None:
         where = "ReluParams"
-        _zp(self.input_zero_point, "input_zero_point", where)
-        _zp(self.output_zero_point, "output_zero_point", where)
+        _zero_point(self.input_zero_point, "input_zero_point", where)
+        _zero_point(self.output_zero_point, "output_zero_point", where)
         _check_int(self.multiplier, 0, 2**31 - 1, "multiplier", where)
         _check_int(self.shift, -31, 31, "shift", where)
         _check_int(self.act_min, INT8_MIN, self.act_max, "act_min", where)
@@ -133,7 +128,7 @@ def relu_params(
     if kind is FusedActivation.NONE:
         raise InvalidInputError(f"{where}: kind must be RELU, RELU6 or RELU_N1_TO_1, got NONE")
     si, so = _scale(s_in, "s_in", where), _scale(s_out, "s_out", where)
-    zi, zo = _zp(z_in, "z_in", where), _zp(z_out, "z_out", where)
+    zi, zo = _zero_point(z_in, "z_in", where), _zero_point(z_out, "z_out", where)
     if runtime is TfliteRuntime.TFLITE_MICRO and kind is FusedActivation.RELU6:
         six = min(max(zi + _round_half_away(float(F32(6.0) / si)), INT8_MIN), INT8_MAX)
         return ReluParams(zi, zo, 0, 0, zi, six, requantize=False)
@@ -162,8 +157,8 @@ class LeakyReluParams:
 
     def __post_init__(self) -> None:
         where = "LeakyReluParams"
-        _zp(self.input_zero_point, "input_zero_point", where)
-        _zp(self.output_zero_point, "output_zero_point", where)
+        _zero_point(self.input_zero_point, "input_zero_point", where)
+        _zero_point(self.output_zero_point, "output_zero_point", where)
         for m, s in ((self.multiplier_identity, self.shift_identity),
                      (self.multiplier_alpha, self.shift_alpha)):  # fmt: skip
             _check_int(m, -(2**31), 2**31 - 1, "multiplier", where)
@@ -190,7 +185,9 @@ def leaky_relu_params(
     else:
         qa, sa = quantize_multiplier(float(si * a / so))  # float32 left to right, as in the C
         qi, s_i = quantize_multiplier(float(si / so))
-    return LeakyReluParams(_zp(z_in, "z_in", where), _zp(z_out, "z_out", where), qi, s_i, qa, sa)
+    return LeakyReluParams(
+        _zero_point(z_in, "z_in", where), _zero_point(z_out, "z_out", where), qi, s_i, qa, sa
+    )
 
 
 @dataclass(frozen=True)
@@ -206,8 +203,8 @@ class HardSwishParams:
 
     def __post_init__(self) -> None:
         where = "HardSwishParams"
-        _zp(self.input_zero_point, "input_zero_point", where)
-        _zp(self.output_zero_point, "output_zero_point", where)
+        _zero_point(self.input_zero_point, "input_zero_point", where)
+        _zero_point(self.output_zero_point, "output_zero_point", where)
         _check_int(self.output_multiplier_fixedpoint_int16, 0, 2**15 - 1, "output mult", where)
         _check_int(self.reluish_multiplier_fixedpoint_int16, 0, 2**15 - 1, "reluish mult", where)
         _check_int(self.output_multiplier_exponent, -31, 0, "output_multiplier_exponent", where)
@@ -254,8 +251,8 @@ def hard_swish_params(
             "int16 left shift of TFLite's kernel is undefined there"
         )
     return HardSwishParams(
-        _zp(z_in, "z_in", where),
-        _zp(z_out, "z_out", where),
+        _zero_point(z_in, "z_in", where),
+        _zero_point(z_out, "z_out", where),
         _down_scale_int32_to_int16(q_out),
         e_out,
         _down_scale_int32_to_int16(q_rel),
@@ -291,7 +288,7 @@ class GemmlowpActivationParams:
 
     def __post_init__(self) -> None:
         where = "GemmlowpActivationParams"
-        _zp(self.input_zero_point, "input_zero_point", where)
+        _zero_point(self.input_zero_point, "input_zero_point", where)
         _check_int(self.input_multiplier, 2**30, 2**31 - 1, "input_multiplier", where)
         _check_int(self.input_left_shift, 0, 31, "input_left_shift", where)
         _check_int(self.input_range_radius, 0, 2**31 - 1, "input_range_radius", where)
@@ -355,7 +352,7 @@ def logistic_params(
     where = "logistic_params"
     runtime = TfliteRuntime(runtime)
     si, so = _scale(s_in, "s_in", where), _scale(s_out, "s_out", where)
-    zi, zo = _zp(z_in, "z_in", where), _zp(z_out, "z_out", where)
+    zi, zo = _zero_point(z_in, "z_in", where), _zero_point(z_out, "z_out", where)
     if runtime is TfliteRuntime.TFLITE_MICRO:
         if zo != INT8_MIN:
             raise UnsupportedError(f"{where}: TFLite-Micro requires z_out = -128, got {zo}")
@@ -378,7 +375,7 @@ def tanh_params(
     where = "tanh_params"
     runtime = TfliteRuntime(runtime)
     si, so = _scale(s_in, "s_in", where), _scale(s_out, "s_out", where)
-    zi, zo = _zp(z_in, "z_in", where), _zp(z_out, "z_out", where)
+    zi, zo = _zero_point(z_in, "z_in", where), _zero_point(z_out, "z_out", where)
     if runtime is TfliteRuntime.TFLITE_MICRO:
         return _gemmlowp_q4_params(si, zi, where)
     return _lut(si, zi, so, zo, _tanhf)
@@ -397,7 +394,7 @@ class SoftmaxFloatTableParams:
         if len(self.exp_table) != 256:
             raise InvalidInputError("SoftmaxFloatTableParams: exp_table needs 256 entries")
         _scale(self.output_scale, "output_scale", "SoftmaxFloatTableParams")
-        _zp(self.output_zero_point, "output_zero_point", "SoftmaxFloatTableParams")
+        _zero_point(self.output_zero_point, "output_zero_point", "SoftmaxFloatTableParams")
 
 
 @dataclass(frozen=True)
@@ -439,7 +436,7 @@ def softmax_params(
     where = "softmax_params"
     runtime = TfliteRuntime(runtime)
     si, so = _scale(s_in, "s_in", where), _scale(s_out, "s_out", where)
-    zo, b = _zp(z_out, "z_out", where), F32(beta)
+    zo, b = _zero_point(z_out, "z_out", where), F32(beta)
     if not (np.isfinite(b) and b > 0):
         raise InvalidInputError(f"{where}: beta = {beta!r} must be a positive finite float32")
     if litert_optimized:

@@ -34,7 +34,7 @@ import numpy as np
 
 from quantemu.backends.tflite.multiplier import quantize_multiplier
 from quantemu.backends.tflite.output import requantize_clamp
-from quantemu.backends.tflite.params import MultiplierRounding, _f32, _zero_point
+from quantemu.backends.tflite.params import MultiplierRounding, two_input_quantization
 from quantemu.errors import InvalidInputError, UnsupportedError
 from quantemu.intmath import matmul_exact
 from quantemu.intmath.reference import multiply_by_quantized_multiplier_double_rounding as mbqm
@@ -73,14 +73,15 @@ def batch_matmul_params(s_a, z_a, s_b, z_b, s_out, z_out) -> BatchMatMulParams: 
     >>> (p.lhs_offset, p.rhs_offset, p.output_offset, p.multiplier, p.shift)
     (-3, 2, 1, 1073741824, -1)
     """
-    where = "batch_matmul_params"
-    sa, sb, so = (_f32(v, n, where) for v, n in ((s_a, "s_a"), (s_b, "s_b"), (s_out, "s_out")))
-    q, shift = quantize_multiplier(float(np.float32(sa) * np.float32(sb)) / so)
+    q = two_input_quantization(
+        s_a, z_a, s_b, z_b, s_out, z_out, "batch_matmul_params", inputs=("_a", "_b")
+    )
+    m, shift = quantize_multiplier(float(np.float32(q.s1) * np.float32(q.s2)) / q.s_out)
     return BatchMatMulParams(
-        lhs_offset=-_zero_point(z_a, "z_a", where),
-        rhs_offset=-_zero_point(z_b, "z_b", where),
-        output_offset=_zero_point(z_out, "z_out", where),
-        multiplier=q,
+        lhs_offset=q.input1_offset,
+        rhs_offset=q.input2_offset,
+        output_offset=q.output_offset,
+        multiplier=m,
         shift=shift,
     )
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from quantemu.backends.tflite.elementwise_params import AddParams, MulParams
 from quantemu.backends.tflite.output import clamp_counters, requantize_clamp
-from quantemu.backends.tflite.params import AddParams, MulParams
 from quantemu.errors import InvalidInputError, QuantemuError
 from quantemu.intmath import multiply_by_quantized_multiplier_double_rounding as mbqm
 
@@ -122,9 +122,10 @@ def add(x1, x2, params: AddParams):
     2**28`` and ``|raw| < 2**29``: no int32 overflow.
 
     Mirrors: ``reference_integer_ops::Add`` / ``BroadcastAdd4DSlow`` and ``reference_ops::Sub``
-    / ``BroadcastQuantSubSlow`` (the SUB both peers run, see :func:`.params.sub_params`).
+    / ``BroadcastQuantSubSlow`` (the SUB both peers run, see
+    :func:`.elementwise_params.sub_params`).
 
-    >>> from quantemu.backends.tflite.params import add_params
+    >>> from quantemu.backends.tflite.elementwise_params import add_params
     >>> p = add_params(0.5, 0, 0.25, 0, 1.0, 0)
     >>> add(np.array([1, 3, -3]), np.array([2, 2, 2]), p)[0].tolist()  # 0.5 + 0.5, 1.5 + 0.5, ...
     [1, 2, -1]
@@ -144,7 +145,7 @@ def mul(x1, x2, params: MulParams):
 
     Mirrors: ``reference_integer_ops::Mul`` / ``BroadcastMul4DSlow``.
 
-    >>> from quantemu.backends.tflite.params import mul_params
+    >>> from quantemu.backends.tflite.elementwise_params import mul_params
     >>> mul(np.array([3, -3]), np.array([1, 1]), mul_params(0.5, 0, 0.5, 0, 0.5, 0))[0].tolist()
     [2, -1]
     """

@@ -21,10 +21,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from quantemu.backends.tflite.activation import int8_operand
-from quantemu.backends.tflite.multiplier import (
-    quantize_multiplier,
-    quantize_multiplier_smaller_than_one_exp,
+from quantemu.backends.tflite.elementwise_params import (
+    SQDIFF_LEFT_SHIFT,
+    SquaredDifferenceParams,
+    squared_difference_params,
 )
+from quantemu.backends.tflite.multiplier import quantize_multiplier
 from quantemu.backends.tflite.output import requantize_clamp
 from quantemu.backends.tflite.params import _f32, _zero_point
 from quantemu.errors import InvalidInputError, UnsupportedError
@@ -50,7 +52,6 @@ __all__ = [
 
 INT8_MIN, INT8_MAX = -128, 127
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
-SQDIFF_LEFT_SHIFT = 7  # 255**2 * 2**14 fits int32
 RSQRT_SHIFT = 20  # elementwise.cc's kShift
 _HALF_THREE = (1 << 28) + (1 << 27)  # 1.5 in Q3.28
 _HALF_SQRT2 = 1518500250  # sqrt(2) / 2 in Q0.31
@@ -70,55 +71,6 @@ def _binary_operands(x1, x2, where: str) -> tuple[np.ndarray, np.ndarray]:
 # --------------------------------------------------------------------- SQUARED_DIFFERENCE
 
 
-@dataclass(frozen=True)
-class SquaredDifferenceParams:
-    """SQUARED_DIFFERENCE's ``ArithmeticParams`` for int8 (``left_shift`` is 7)."""
-
-    input1_offset: int
-    input2_offset: int
-    output_offset: int
-    input1_multiplier: int
-    input1_shift: int
-    input2_multiplier: int
-    input2_shift: int
-    output_multiplier: int
-    output_shift: int
-
-
-def squared_difference_params(s1, z1, s2, z2, s_out, z_out) -> SquaredDifferenceParams:  # noqa: PLR0917 -- TFLite's (scale, zero point) order
-    """SQUARED_DIFFERENCE's Prepare: ``twice_max = 2 * max(s1, s2)``, input multipliers
-    ``s_i / twice_max`` (``QuantizeMultiplierSmallerThanOneExp``), output ``twice_max**2 /
-    (2**14 * s_out)`` (``QuantizeMultiplier``), in double.
-
-    >>> p = squared_difference_params(0.5, 0, 0.25, 0, 1.0, 0)
-    >>> (p.input1_shift, p.input2_shift), (p.output_multiplier, p.output_shift)
-    ((0, -1), (1073741824, -13))
-    """
-    where = "squared_difference_params"
-    a, b, so = (_f32(s, n, where) for s, n in ((s1, "s1"), (s2, "s2"), (s_out, "s_out")))
-    twice_max = 2.0 * max(a, b)
-    q1, e1 = quantize_multiplier_smaller_than_one_exp(a / twice_max, where)
-    q2, e2 = quantize_multiplier_smaller_than_one_exp(b / twice_max, where)
-    qo, eo = quantize_multiplier(twice_max * twice_max / ((1 << 2 * SQDIFF_LEFT_SHIFT) * so))
-    if not -31 <= eo <= 0:
-        raise UnsupportedError(
-            f"{where}: output multiplier {twice_max**2 / (2**14 * so)!r} (s1={a}, s2={b}, "
-            f"s_out={so}) needs a shift of {eo}; the peers' int32 arithmetic takes only "
-            "multipliers below 1 here: use a larger output scale"
-        )
-    return SquaredDifferenceParams(
-        input1_offset=-_zero_point(z1, "z1", where),
-        input2_offset=-_zero_point(z2, "z2", where),
-        output_offset=_zero_point(z_out, "z_out", where),
-        input1_multiplier=q1,
-        input1_shift=e1,
-        input2_multiplier=q2,
-        input2_shift=e2,
-        output_multiplier=qo,
-        output_shift=eo,
-    )
-
-
 def squared_difference_int8(x1, x2, p: SquaredDifferenceParams):
     """int8 SQUARED_DIFFERENCE with NumPy broadcasting: ``(y, counters)``.
 
@@ -132,7 +84,7 @@ def squared_difference_int8(x1, x2, p: SquaredDifferenceParams):
     ``squared_difference.cc`` and LiteRT's, with ``ElementWise`` /
     ``BroadcastBinaryFunction4DSlow``.
 
-    >>> p = squared_difference_params(0.5, 0, 0.5, 0, 0.25, -128)
+    >>> p = squared_difference_params(0.5, 0, 0.5, 0, 0.25, -128)  # .elementwise_params
     >>> squared_difference_int8(np.array([4, -2, 0]), np.array([2, 2, 0]), p)[0].tolist()
     [-124, -112, -128]
     """

@@ -25,8 +25,8 @@ import math
 import numpy as np
 
 from quantemu.backends.tflite.activation import _lookup
-from quantemu.backends.tflite.activation_params import LutParams, _lut, _scale, _zp
-from quantemu.backends.tflite.params import TfliteRuntime
+from quantemu.backends.tflite.activation_params import LutParams, _lut, _scale
+from quantemu.backends.tflite.params import TfliteRuntime, _zero_point
 from quantemu.errors import InvalidInputError, UnsupportedError
 
 __all__ = ["GELU_APPROXIMATIONS", "gelu_int8", "gelu_params", "gelu_transform"]
@@ -89,7 +89,7 @@ def gelu_params(
         )
     transform = gelu_transform(approximate)
     si, so = _scale(s_in, "s_in", where), _scale(s_out, "s_out", where)
-    zi, zo = _zp(z_in, "z_in", where), _zp(z_out, "z_out", where)
+    zi, zo = _zero_point(z_in, "z_in", where), _zero_point(z_out, "z_out", where)
     return _lut(si, zi, so, zo, transform)
 
 

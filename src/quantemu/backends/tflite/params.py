@@ -5,7 +5,11 @@ interpreters); :class:`TfliteRuntime` names them for the operators where they do
 
 Each ``*_params`` function rounds the scales to float32 (what a TFLite model stores; a scale
 read from a model is unchanged) and returns a frozen, validated dataclass that the kernels of
-this package consume.
+this package consume. Here: what the kernels share (the runtimes, rounding, fused activations
+and their clamp fields, the quantization a two-input Prepare starts from) and the parameters of
+CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, the pools, QUANTIZE and MEAN. The two-input
+arithmetic's are in :mod:`.elementwise_params`, the activations' in :mod:`.activation_params`;
+BATCH_MATMUL, RSQRT and GELU keep theirs beside their kernels.
 """
 
 from __future__ import annotations
@@ -25,34 +29,29 @@ from quantemu.backends.tflite.multiplier import (
 from quantemu.errors import InvalidInputError
 
 __all__ = [
-    "ADD_LEFT_SHIFT",
-    "AddParams",
     "ConvParams",
     "FusedActivation",
     "MeanParams",
-    "MulParams",
     "MultiplierRounding",
     "PoolParams",
     "RequantizeParams",
     "TfliteRuntime",
+    "TwoInputQuantization",
     "activation_range",
-    "add_params",
     "conv_params",
     "fully_connected_params",
+    "fused_activation_clamp",
     "mean_params",
-    "mul_params",
     "pool_params",
     "quantize_multiplier",
     "quantize_multiplier_greater_than_one",
     "quantize_multiplier_smaller_than_one_exp",
     "requantize_params",
-    "sub_params",
+    "two_input_quantization",
 ]
 
 INT8_MIN, INT8_MAX = -128, 127
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
-#: ``left_shift`` of TFLite's 8-bit ADD/SUB: codes are scaled by 2**20 before rescaling.
-ADD_LEFT_SHIFT = 20
 
 
 class TfliteRuntime(Enum):
@@ -139,6 +138,21 @@ def activation_range(act: FusedActivation, scale, zero_point) -> tuple[int, int]
     return max(INT8_MIN, quantize(-1.0)), min(INT8_MAX, quantize(1.0))
 
 
+def fused_activation_clamp(act, s_out, z_out) -> dict[str, int | bool]:
+    """The clamp fields of a kernel's parameters for its fused activation ``act``:
+    ``act_min``, ``act_max`` (:func:`activation_range`), and ``floor`` / ``ceiling``, whether
+    the activation set that bound (a clamp there is the activation's, not a loss).
+
+    >>> fused_activation_clamp(FusedActivation.RELU, 0.5, -128)
+    {'act_min': -128, 'act_max': 127, 'floor': True, 'ceiling': False}
+    """
+    act = FusedActivation(act)
+    act_min, act_max = activation_range(act, s_out, z_out)
+    bounded = act in (FusedActivation.RELU6, FusedActivation.RELU_N1_TO_1)
+    floor = act is not FusedActivation.NONE
+    return {"act_min": act_min, "act_max": act_max, "floor": floor, "ceiling": bounded}
+
+
 def _check_range(lo: int, hi: int, where: str) -> None:
     if not INT8_MIN <= lo <= hi <= INT8_MAX:
         raise InvalidInputError(
@@ -200,16 +214,12 @@ def conv_params(  # noqa: PLR0917 -- TFLite's (scale, zero point) order
     where = "conv_params"
     si, so = _f32(s_in, "s_in", where), _f32(s_out, "s_out", where)
     pairs = [quantize_multiplier(si * _f32(s, "s_w", where) / so) for s in s_w]
-    lo, hi = activation_range(act, so, z_out)
     return ConvParams(
         input_offset=-_zero_point(z_in, "z_in", where),
         output_offset=_zero_point(z_out, "z_out", where),
         multipliers=tuple(q for q, _ in pairs),
         shifts=tuple(s for _, s in pairs),
-        act_min=lo,
-        act_max=hi,
-        floor=FusedActivation(act) is not FusedActivation.NONE,
-        ceiling=FusedActivation(act) in (FusedActivation.RELU6, FusedActivation.RELU_N1_TO_1),
+        **fused_activation_clamp(act, so, z_out),
     )
 
 
@@ -248,169 +258,75 @@ def fully_connected_params(  # noqa: PLR0917 -- TFLite's (scale, zero point) ord
     si, sw = _f32(s_in, "s_in", where), _f32(s_w[0], "s_w", where)
     so = _f32(s_out, "s_out", where)
     q, s = quantize_multiplier(float(np.float32(si) * np.float32(sw)) / so)
-    lo, hi = activation_range(act, so, z_out)
     return ConvParams(
         input_offset=-_zero_point(z_in, "z_in", where),
         output_offset=_zero_point(z_out, "z_out", where),
         multipliers=(q,),
         shifts=(s,),
-        act_min=lo,
-        act_max=hi,
-        floor=FusedActivation(act) is not FusedActivation.NONE,
-        ceiling=FusedActivation(act) in (FusedActivation.RELU6, FusedActivation.RELU_N1_TO_1),
+        **fused_activation_clamp(act, so, z_out),
         rounding=rounding,
     )
 
 
 @dataclass(frozen=True)
-class AddParams:
-    """8-bit ADD/SUB (gemmlowp arithmetic): ``a_i = MBQM((x_i + input_i_offset) * 2**left_shift,
-    m_i, s_i)``, ``y = clamp(MBQM(a_1 +- a_2, m_out, s_out) + output_offset)``; ``subtract``
-    chooses ``-`` (SUB)."""
+class TwoInputQuantization:
+    """What the Prepare of a two-input kernel (ADD, SUB, MUL, SQUARED_DIFFERENCE, BATCH_MATMUL)
+    starts from: the three scales rounded to float32, and the offsets the kernel adds, stored
+    as TFLite's ``ArithmeticParams`` does: ``-z1``, ``-z2`` and ``z_out``. Build it with
+    :func:`two_input_quantization`, which checks every value."""
 
+    s1: float
+    s2: float
+    s_out: float
     input1_offset: int
     input2_offset: int
     output_offset: int
-    input1_multiplier: int
-    input1_shift: int
-    input2_multiplier: int
-    input2_shift: int
-    output_multiplier: int
-    output_shift: int
-    act_min: int = INT8_MIN
-    act_max: int = INT8_MAX
-    # Whether act_min / act_max come from a fused activation (a ReLU at zero point -128 sets
-    # act_min to the rail itself): the clamps there count as activation_clamped, not lost.
-    floor: bool = False
-    ceiling: bool = False
-    subtract: bool = False
-    left_shift: int = ADD_LEFT_SHIFT
 
-    def __post_init__(self) -> None:
-        where = "AddParams"
-        for i in (1, 2):
-            _zero_point(-getattr(self, f"input{i}_offset"), f"-input{i}_offset", where)
-        _zero_point(self.output_offset, "output_offset", where)
-        for name in ("input1", "input2", "output"):
-            q, s = getattr(self, f"{name}_multiplier"), getattr(self, f"{name}_shift")
-            _check_multiplier(q, s, where, f"{name}_multiplier")
-            if s > 0:
-                raise InvalidInputError(
-                    f"{where}: {name}_shift = {s} must be <= 0 (a SmallerThanOneExp multiplier)"
-                )
-        if self.left_shift != ADD_LEFT_SHIFT:
-            raise InvalidInputError(f"{where}: left_shift is {ADD_LEFT_SHIFT} for 8-bit data")
-        _check_range(self.act_min, self.act_max, where)
+    @property
+    def twice_max(self) -> float:
+        """ADD's common input scale ``2 * max(s1, s2)`` (exact in float32 and in double)."""
+        return 2 * max(self.s1, self.s2)
+
+    def offsets(self) -> dict[str, int]:
+        """The three offsets, by their ``ArithmeticParams`` field names."""
+        return {
+            "input1_offset": self.input1_offset,
+            "input2_offset": self.input2_offset,
+            "output_offset": self.output_offset,
+        }
+
+    def input_rescale(self, where: str) -> dict[str, int]:
+        """ADD's input stage, which SUB and SQUARED_DIFFERENCE share: each input onto the
+        common scale, ``QuantizeMultiplierSmallerThanOneExp(s_i / twice_max)`` in double."""
+        q1, e1 = quantize_multiplier_smaller_than_one_exp(self.s1 / self.twice_max, where)
+        q2, e2 = quantize_multiplier_smaller_than_one_exp(self.s2 / self.twice_max, where)
+        return {
+            "input1_multiplier": q1,
+            "input1_shift": e1,
+            "input2_multiplier": q2,
+            "input2_shift": e2,
+        }
 
 
-def _add_like(s1, z1, s2, z2, s_out, z_out, *, act, where) -> dict:  # noqa: PLR0917 -- TFLite's (scale, zero point) order
-    a, b, so = (_f32(s, n, where) for s, n in ((s1, "s1"), (s2, "s2"), (s_out, "s_out")))
-    twice_max = 2 * max(a, b)  # exact in float32 and in double
-    r1, r2 = a / twice_max, b / twice_max  # double quotients of the float32 scales
-    r_out = twice_max / ((1 << ADD_LEFT_SHIFT) * so)
-    q1, e1 = quantize_multiplier_smaller_than_one_exp(r1, where)
-    q2, e2 = quantize_multiplier_smaller_than_one_exp(r2, where)
-    qo, eo = quantize_multiplier_smaller_than_one_exp(r_out, where)
-    lo, hi = activation_range(act, so, z_out)
-    return dict(
-        input1_offset=-_zero_point(z1, "z1", where),
-        input2_offset=-_zero_point(z2, "z2", where),
-        output_offset=_zero_point(z_out, "z_out", where),
-        input1_multiplier=q1,
-        input1_shift=e1,
-        input2_multiplier=q2,
-        input2_shift=e2,
-        output_multiplier=qo,
-        output_shift=eo,
-        act_min=lo,
-        act_max=hi,
-        floor=FusedActivation(act) is not FusedActivation.NONE,
-        ceiling=FusedActivation(act) in (FusedActivation.RELU6, FusedActivation.RELU_N1_TO_1),
-    )
+def two_input_quantization(  # noqa: PLR0917 -- TFLite's (scale, zero point) order
+    s1, z1, s2, z2, s_out, z_out, where: str, inputs: tuple[str, str] = ("1", "2")
+) -> TwoInputQuantization:
+    """The checked :class:`TwoInputQuantization` of a two-input operator; ``where`` and the
+    operand names (``inputs``: ``s1``/``z1``..., or ``s_a``/``z_a``... for ``("_a", "_b")``)
+    name a bad value in the error.
 
-
-def add_params(  # noqa: PLR0917 -- TFLite's (scale, zero point) order
-    s1, z1, s2, z2, s_out, z_out, act=FusedActivation.NONE
-) -> AddParams:
-    """ADD's ``Prepare`` (LiteRT and TFLite-Micro alike): ``twice_max = 2 * max(s1, s2)``,
-    input multipliers ``s_i / twice_max``, output ``twice_max / (2**20 * s_out)``, each through
-    ``QuantizeMultiplierSmallerThanOneExp``, in double.
-
-    >>> p = add_params(0.5, 0, 0.25, 0, 1.0, 0)
-    >>> (p.input1_multiplier, p.input1_shift), (p.input2_shift, p.output_shift)
-    ((1073741824, 0), (-1, -19))
+    >>> q = two_input_quantization(0.5, 3, 0.25, -2, 1.0, 1, "add_params")
+    >>> q.twice_max, q.offsets()
+    (1.0, {'input1_offset': -3, 'input2_offset': 2, 'output_offset': 1})
     """
-    return AddParams(**_add_like(s1, z1, s2, z2, s_out, z_out, act=act, where="add_params"))
-
-
-def sub_params(  # noqa: PLR0917 -- TFLite's (scale, zero point) order
-    s1, z1, s2, z2, s_out, z_out, act=FusedActivation.NONE, *, runtime=None
-) -> AddParams:
-    """SUB's ``Prepare``: ADD's parameters (:func:`add_params`), and a kernel that subtracts.
-
-    Both peers (LiteRT 2.3.0 ``BUILTIN_REF`` and TFLite-Micro) compute this, checked over all
-    65536 code pairs: not TensorFlow's older SUB that negates ``input2_multiplier`` and adds
-    (``SaturatingRoundingDoublingHighMul(x, -m)`` rounds a tie differently from ``-(x*m)``),
-    nor TFLite-Micro sources that form the quotients in float32. ``runtime`` (a
-    :class:`TfliteRuntime` or None) is accepted so that callers pass it to every builder alike;
-    it changes nothing here.
-
-    >>> p = sub_params(0.5, 0, 0.25, 0, 1.0, 0)
-    >>> p.input2_multiplier, p.subtract
-    (1073741824, True)
-    """
-    return AddParams(
-        **_add_like(s1, z1, s2, z2, s_out, z_out, act=act, where="sub_params"), subtract=True
-    )
-
-
-@dataclass(frozen=True)
-class MulParams:
-    """8-bit MUL: ``y = clamp(MBQM((x1 + o1) * (x2 + o2), m, s) + output_offset)``."""
-
-    input1_offset: int
-    input2_offset: int
-    output_offset: int
-    output_multiplier: int
-    output_shift: int
-    act_min: int = INT8_MIN
-    act_max: int = INT8_MAX
-    # Whether act_min / act_max come from a fused activation (a ReLU at zero point -128 sets
-    # act_min to the rail itself): the clamps there count as activation_clamped, not lost.
-    floor: bool = False
-    ceiling: bool = False
-
-    def __post_init__(self) -> None:
-        where = "MulParams"
-        _zero_point(-self.input1_offset, "-input1_offset", where)
-        _zero_point(-self.input2_offset, "-input2_offset", where)
-        _zero_point(self.output_offset, "output_offset", where)
-        _check_multiplier(self.output_multiplier, self.output_shift, where)
-        _check_range(self.act_min, self.act_max, where)
-
-
-def mul_params(  # noqa: PLR0917 -- TFLite's (scale, zero point) order
-    s1, z1, s2, z2, s_out, z_out, act=FusedActivation.NONE
-) -> MulParams:
-    """MUL's ``Prepare``: ``QuantizeMultiplier(double(s1) * double(s2) / double(s_out))``.
-
-    >>> mul_params(0.5, 0, 0.5, 0, 0.125, 0).output_shift
-    2
-    """
-    where = "mul_params"
-    a, b, so = (_f32(s, n, where) for s, n in ((s1, "s1"), (s2, "s2"), (s_out, "s_out")))
-    q, s = quantize_multiplier(a * b / so)
-    lo, hi = activation_range(act, so, z_out)
-    return MulParams(
-        input1_offset=-_zero_point(z1, "z1", where),
-        input2_offset=-_zero_point(z2, "z2", where),
-        output_offset=_zero_point(z_out, "z_out", where),
-        output_multiplier=q,
-        output_shift=s,
-        act_min=lo,
-        act_max=hi,
-        floor=FusedActivation(act) is not FusedActivation.NONE,
-        ceiling=FusedActivation(act) in (FusedActivation.RELU6, FusedActivation.RELU_N1_TO_1),
+    a, b = inputs
+    return TwoInputQuantization(
+        _f32(s1, f"s{a}", where),
+        _f32(s2, f"s{b}", where),
+        _f32(s_out, "s_out", where),
+        -_zero_point(z1, f"z{a}", where),
+        -_zero_point(z2, f"z{b}", where),
+        _zero_point(z_out, "z_out", where),
     )
 
 
@@ -436,10 +352,7 @@ def pool_params(s_out, z_out, act=FusedActivation.NONE) -> PoolParams:
     >>> pool_params(0.1, -128, FusedActivation.RELU6)
     PoolParams(act_min=-128, act_max=-68, floor=True, ceiling=True)
     """
-    act = FusedActivation(act)
-    low, high = activation_range(act, _f32(s_out, "s_out", "pool_params"), z_out)
-    bounded = act in (FusedActivation.RELU6, FusedActivation.RELU_N1_TO_1)
-    return PoolParams(low, high, floor=act is not FusedActivation.NONE, ceiling=bounded)
+    return PoolParams(**fused_activation_clamp(act, _f32(s_out, "s_out", "pool_params"), z_out))
 
 
 @dataclass(frozen=True)

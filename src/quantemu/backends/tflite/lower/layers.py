@@ -23,12 +23,11 @@ from quantemu.backends.tflite.activation import (
 from quantemu.backends.tflite.batch_matmul import BatchMatMulParams, batch_matmul_int8
 from quantemu.backends.tflite.conv import conv2d, depthwise_conv2d, fully_connected
 from quantemu.backends.tflite.elementwise import add, mul
+from quantemu.backends.tflite.elementwise_params import AddParams, MulParams
 from quantemu.backends.tflite.gelu import gelu_int8
 from quantemu.backends.tflite.params import (
-    AddParams,
     ConvParams,
     MeanParams,
-    MulParams,
     PoolParams,
     RequantizeParams,
     TfliteRuntime,

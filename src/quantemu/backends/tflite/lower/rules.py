@@ -21,6 +21,7 @@ from quantemu.backends.tflite.activation_params import (
     tanh_params,
 )
 from quantemu.backends.tflite.batch_matmul import MAX_RANK, batch_matmul_params
+from quantemu.backends.tflite.elementwise_params import add_params, mul_params, sub_params
 from quantemu.backends.tflite.gelu import gelu_params
 from quantemu.backends.tflite.lower.context import TfliteContext
 from quantemu.backends.tflite.lower.elementwise_more import (
@@ -45,14 +46,11 @@ from quantemu.backends.tflite.lower.options import Runtime
 from quantemu.backends.tflite.params import (
     FusedActivation,
     TfliteRuntime,
-    add_params,
     conv_params,
     fully_connected_params,
     mean_params,
-    mul_params,
     pool_params,
     requantize_params,
-    sub_params,
 )
 from quantemu.backends.tflite.quantize import activation_range, quantize_scalar
 from quantemu.errors import UnsupportedError
