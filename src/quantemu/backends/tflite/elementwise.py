@@ -1,5 +1,12 @@
-"""ADD, SUB and MUL on int8 codes, with NumPy broadcasting (TFLite broadcasts the same way for
-operands of equal rank; the caller lays both out in NCHW first)."""
+"""TFLite's two-input int8 arithmetic: ADD, SUB, MUL and SQUARED_DIFFERENCE, with NumPy
+broadcasting (TFLite broadcasts the same way for operands of equal rank; the caller lays both
+out in NCHW first). Their Prepare is :mod:`quantemu.backends.tflite.elementwise_params`.
+
+ADD, SUB and SQUARED_DIFFERENCE share ADD's input stage (both operands onto a common scale,
+:func:`rescaled_inputs`); MUL multiplies the offset codes. LiteRT BUILTIN_REF and TFLite-Micro
+run the same arithmetic for all four (``elementwise_peer_vectors.json`` holds both peers'
+SQUARED_DIFFERENCE).
+"""
 
 from __future__ import annotations
 
@@ -8,16 +15,32 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from quantemu.backends.tflite.elementwise_params import AddParams, MulParams
+from quantemu.backends.tflite.elementwise_params import (
+    SQDIFF_LEFT_SHIFT,
+    AddParams,
+    MulParams,
+    SquaredDifferenceParams,
+)
 from quantemu.backends.tflite.output import clamp_counters, requantize_clamp
 from quantemu.errors import InvalidInputError, QuantemuError
 from quantemu.intmath import multiply_by_quantized_multiplier_double_rounding as mbqm
+from quantemu.intmath import reference as ref
 
-__all__ = ["add", "mul"]
+__all__ = [
+    "add",
+    "int8_operands",
+    "mul",
+    "rescaled_inputs",
+    "squared_difference_int8",
+    "squared_difference_reference",
+]
+
+INT8_MIN, INT8_MAX = -128, 127
 
 
-def _operands(x1, x2, where: str) -> tuple[np.ndarray, np.ndarray]:
-    """Both operands as int8 arrays (an int8 dtype proves the range without a scan)."""
+def int8_operands(x1, x2, where: str) -> tuple[np.ndarray, np.ndarray]:
+    """Both operands of a two-input kernel as int8 arrays whose shapes broadcast together (an
+    int8 dtype proves the range without a scan); anything else is an error naming ``where``."""
     a, b = np.asarray(x1), np.asarray(x2)
     for name, v in (("x1", a), ("x2", b)):
         if v.dtype == np.int8:
@@ -47,15 +70,33 @@ def _output_stage(raw, params: AddParams | MulParams):
     )
 
 
-def _add_raw(a: np.ndarray, b: np.ndarray, params: AddParams) -> np.ndarray:
-    shift = 1 << params.left_shift
+def rescaled_inputs(a: np.ndarray, b: np.ndarray, params, left_shift: int):
+    """ADD's input stage (SUB's and SQUARED_DIFFERENCE's too), on int64 codes:
+    ``a_i = MBQM((x_i + input_i_offset) * 2**left_shift, m_i, s_i)``; ``(a_1, a_2)``.
+
+    >>> from quantemu.backends.tflite.elementwise_params import add_params
+    >>> p = add_params(0.5, 0, 0.25, 0, 1.0, 0)  # onto twice_max = 1: x1 / 2, x2 / 4
+    >>> [v.tolist() for v in rescaled_inputs(np.array([4]), np.array([4]), p, 20)]
+    [[2097152], [1048576]]
+    """
+    shift = 1 << left_shift
     a1 = mbqm((a + params.input1_offset) * shift, params.input1_multiplier, params.input1_shift)
     a2 = mbqm((b + params.input2_offset) * shift, params.input2_multiplier, params.input2_shift)
+    return a1, a2
+
+
+def _add_raw(a: np.ndarray, b: np.ndarray, params: AddParams) -> np.ndarray:
+    a1, a2 = rescaled_inputs(a, b, params, params.left_shift)
     return a1 - a2 if params.subtract else a1 + a2
 
 
 def _mul_raw(a: np.ndarray, b: np.ndarray, params: MulParams) -> np.ndarray:
     return (a + params.input1_offset) * (b + params.input2_offset)
+
+
+def _raw(a: np.ndarray, b: np.ndarray, params: AddParams | MulParams) -> np.ndarray:
+    """What the output stage requantizes: the rescaled sum (difference) or the product."""
+    return _mul_raw(a, b, params) if isinstance(params, MulParams) else _add_raw(a, b, params)
 
 
 TABLE_MIN_SIZE = 1 << 14  # below this many outputs the direct arithmetic is as cheap
@@ -83,7 +124,7 @@ def _table(params: AddParams | MulParams) -> _Table | None:
     codes = np.arange(256, dtype=np.uint8).view(np.int8).astype(np.int64)
     a, b = codes[:, None], codes[None, :]
     try:
-        raw = _mul_raw(a, b, params) if isinstance(params, MulParams) else _add_raw(a, b, params)
+        raw = _raw(a, b, params)
         v = mbqm(raw, params.output_multiplier, params.output_shift) + params.output_offset
     except QuantemuError:
         return None
@@ -111,6 +152,15 @@ def _by_table(a: np.ndarray, b: np.ndarray, params: AddParams | MulParams):
     return y, counters
 
 
+def _arithmetic(x1, x2, params: AddParams | MulParams, where: str):
+    """ADD, SUB or MUL (by ``params``): by table where one applies, else step by step."""
+    a, b = int8_operands(x1, x2, where)
+    fast = _by_table(a, b, params)
+    if fast is not None:
+        return fast
+    return _output_stage(_raw(a.astype(np.int64), b.astype(np.int64), params), params)
+
+
 def add(x1, x2, params: AddParams):
     """int8 ADD (and SUB, through its parameters): ``(y, counters)``.
 
@@ -130,11 +180,7 @@ def add(x1, x2, params: AddParams):
     >>> add(np.array([1, 3, -3]), np.array([2, 2, 2]), p)[0].tolist()  # 0.5 + 0.5, 1.5 + 0.5, ...
     [1, 2, -1]
     """
-    a, b = _operands(x1, x2, "tflite add")
-    fast = _by_table(a, b, params)
-    if fast is not None:
-        return fast
-    return _output_stage(_add_raw(a.astype(np.int64), b.astype(np.int64), params), params)
+    return _arithmetic(x1, x2, params, "tflite add")
 
 
 def mul(x1, x2, params: MulParams):
@@ -149,8 +195,44 @@ def mul(x1, x2, params: MulParams):
     >>> mul(np.array([3, -3]), np.array([1, 1]), mul_params(0.5, 0, 0.5, 0, 0.5, 0))[0].tolist()
     [2, -1]
     """
-    a, b = _operands(x1, x2, "tflite mul")
-    fast = _by_table(a, b, params)
-    if fast is not None:
-        return fast
-    return _output_stage(_mul_raw(a.astype(np.int64), b.astype(np.int64), params), params)
+    return _arithmetic(x1, x2, params, "tflite mul")
+
+
+def squared_difference_int8(x1, x2, p: SquaredDifferenceParams):
+    """int8 SQUARED_DIFFERENCE with NumPy broadcasting: ``(y, counters)``.
+
+    Formula: ``a_i = MBQM((x_i + input_i_offset) * 2**7, m_i, s_i)``, ``d = a_1 - a_2``,
+    ``y = clamp(MBQM(d * d, m_out, s_out) + output_offset, -128, 127)``.
+
+    Policy: every MBQM rounds twice (ties up, then away from zero); ``|a_i| <= 255 * 2**6`` so
+    ``d * d < 2**30``: no int32 overflow. ``output_saturated`` counts clamped outputs.
+
+    Mirrors: ``SquaredDifference(T, T, const ArithmeticParams&)`` of TFLite-Micro's
+    ``squared_difference.cc`` and LiteRT's, with ``ElementWise`` /
+    ``BroadcastBinaryFunction4DSlow``.
+
+    >>> from quantemu.backends.tflite.elementwise_params import squared_difference_params
+    >>> p = squared_difference_params(0.5, 0, 0.5, 0, 0.25, -128)
+    >>> squared_difference_int8(np.array([4, -2, 0]), np.array([2, 2, 0]), p)[0].tolist()
+    [-124, -112, -128]
+    """
+    a, b = int8_operands(x1, x2, "squared_difference_int8")
+    a1, a2 = rescaled_inputs(a.astype(np.int64), b.astype(np.int64), p, SQDIFF_LEFT_SHIFT)
+    d = np.asarray(a1, np.int64) - np.asarray(a2, np.int64)
+    y, counters = requantize_clamp(d * d, p.output_multiplier, p.output_shift, p.output_offset)
+    return y, {"output_saturated": counters["output_saturated"]}
+
+
+def squared_difference_reference(a: int, b: int, p: SquaredDifferenceParams) -> int:
+    """The Python-int twin of :func:`squared_difference_int8`, one element."""
+    shift = 1 << SQDIFF_LEFT_SHIFT
+    a1 = ref.multiply_by_quantized_multiplier_double_rounding(
+        (a + p.input1_offset) * shift, p.input1_multiplier, p.input1_shift
+    )
+    a2 = ref.multiply_by_quantized_multiplier_double_rounding(
+        (b + p.input2_offset) * shift, p.input2_multiplier, p.input2_shift
+    )
+    raw = ref.multiply_by_quantized_multiplier_double_rounding(
+        (a1 - a2) * (a1 - a2), p.output_multiplier, p.output_shift
+    )
+    return min(max(raw + p.output_offset, INT8_MIN), INT8_MAX)

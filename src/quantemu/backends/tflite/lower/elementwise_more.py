@@ -1,5 +1,6 @@
-"""``tflite`` rules and layers for SquaredDifference, Rsqrt, Min and Max: SQUARED_DIFFERENCE,
-RSQRT, MINIMUM and MAXIMUM (:mod:`quantemu.backends.tflite.elementwise_more`).
+"""``tflite`` rules and layers for SquaredDifference, Rsqrt, Min and Max: SQUARED_DIFFERENCE
+(:mod:`quantemu.backends.tflite.elementwise`), RSQRT (:mod:`quantemu.backends.tflite.rsqrt`),
+MINIMUM and MAXIMUM (:mod:`quantemu.backends.tflite.maximum_minimum`).
 
 MINIMUM / MAXIMUM compare raw codes, so TFLite's converter gives their inputs and output one
 quantization: the output takes the (first) activation input's, a constant operand is quantized
@@ -14,20 +15,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from quantemu.backends.tflite.elementwise_more import (
-    RsqrtParams,
+from quantemu.backends.tflite.elementwise import squared_difference_int8
+from quantemu.backends.tflite.elementwise_params import (
     SquaredDifferenceParams,
-    maximum_int8,
-    minimum_int8,
-    rsqrt_int8,
-    rsqrt_params,
-    squared_difference_int8,
     squared_difference_params,
 )
 from quantemu.backends.tflite.lower.context import TfliteContext
 from quantemu.backends.tflite.lower.options import Runtime
+from quantemu.backends.tflite.maximum_minimum import maximum_int8, minimum_int8
 from quantemu.backends.tflite.params import RequantizeParams, requantize_params
 from quantemu.backends.tflite.requant import requantize
+from quantemu.backends.tflite.rsqrt import RsqrtParams, rsqrt_int8, rsqrt_params
 from quantemu.errors import UnsupportedError
 from quantemu.graph.ir import Node
 from quantemu.program import Layer, LayerOutput, LinearEncoding, QTensor
@@ -71,7 +69,7 @@ class RsqrtLayer(Layer):
     encoding: LinearEncoding
 
     def compute(self, inputs: list[QTensor]) -> LayerOutput:
-        """The table lookup of :func:`~quantemu.backends.tflite.elementwise_more.rsqrt_int8`."""
+        """The table lookup of :func:`~quantemu.backends.tflite.rsqrt.rsqrt_int8`."""
         y, counters = rsqrt_int8(inputs[0].codes, self.params)
         return LayerOutput(QTensor(y, self.encoding), counters)
 

@@ -1,17 +1,11 @@
-"""SQUARED_DIFFERENCE, RSQRT, MINIMUM and MAXIMUM on int8 codes (LiteRT BUILTIN_REF and
-TFLite-Micro run the same arithmetic for all four; ``elementwise_peer_vectors.json`` holds both).
+"""RSQRT on int8 codes (``elementwise.cc``; LiteRT BUILTIN_REF and TFLite-Micro run the same
+kernel, ``elementwise_peer_vectors.json`` holds both).
 
-- SQUARED_DIFFERENCE (``squared_difference.cc``): ADD's input rescaling with ``left_shift = 7``,
-  the difference squared in int32, one requantization.
-- RSQRT (``elementwise.cc``): per code, gemmlowp's Newton-Raphson
-  ``GetInvSqrtQuantizedMultiplierExp`` on ``q - z_in``, then two
-  ``MultiplyByQuantizedMultiplier``; a code below the input's zero point (a negative input) is
-  refused by both peers ("Rsqrt is only defined for positive values"). There are only 256
-  codes, so Prepare here tabulates the kernel (:class:`RsqrtParams`).
-- MINIMUM / MAXIMUM (``maximum_minimum.cc``): ``min`` / ``max`` of the raw codes; the converter
-  gives both inputs and the output one quantization (a constant operand takes the input's).
-
-Each primitive has a Python-int twin (``*_reference``) the vectorized kernel is tested against.
+Per code, gemmlowp's Newton-Raphson ``GetInvSqrtQuantizedMultiplierExp`` on ``q - z_in``, then
+two ``MultiplyByQuantizedMultiplier``; a code below the input's zero point (a negative input) is
+refused by both peers ("Rsqrt is only defined for positive values"). There are only 256 codes,
+so Prepare here tabulates the kernel (:class:`RsqrtParams`). :func:`rsqrt_reference` is the
+Python-int twin the table is tested against.
 """
 
 from __future__ import annotations
@@ -21,13 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from quantemu.backends.tflite.activation import int8_operand
-from quantemu.backends.tflite.elementwise_params import (
-    SQDIFF_LEFT_SHIFT,
-    SquaredDifferenceParams,
-    squared_difference_params,
-)
 from quantemu.backends.tflite.multiplier import quantize_multiplier
-from quantemu.backends.tflite.output import requantize_clamp
 from quantemu.backends.tflite.params import _f32, _zero_point
 from quantemu.errors import InvalidInputError, UnsupportedError
 from quantemu.intmath import multiply_by_quantized_multiplier_double_rounding as mbqm
@@ -35,84 +23,13 @@ from quantemu.intmath import reference as ref
 from quantemu.intmath import rounding_divide_by_pot as rdbpot
 from quantemu.intmath import saturating_rounding_doubling_high_mul_round_half_up as srdhm
 
-__all__ = [
-    "RsqrtParams",
-    "SquaredDifferenceParams",
-    "maximum_int8",
-    "maximum_reference",
-    "minimum_int8",
-    "minimum_reference",
-    "rsqrt_int8",
-    "rsqrt_params",
-    "rsqrt_reference",
-    "squared_difference_int8",
-    "squared_difference_params",
-    "squared_difference_reference",
-]
+__all__ = ["RsqrtParams", "rsqrt_int8", "rsqrt_params", "rsqrt_reference"]
 
 INT8_MIN, INT8_MAX = -128, 127
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 RSQRT_SHIFT = 20  # elementwise.cc's kShift
 _HALF_THREE = (1 << 28) + (1 << 27)  # 1.5 in Q3.28
 _HALF_SQRT2 = 1518500250  # sqrt(2) / 2 in Q0.31
-
-
-def _binary_operands(x1, x2, where: str) -> tuple[np.ndarray, np.ndarray]:
-    a, b = int8_operand(x1, where), int8_operand(x2, where)
-    try:
-        np.broadcast_shapes(a.shape, b.shape)
-    except ValueError:
-        raise InvalidInputError(
-            f"{where}: shapes {a.shape} and {b.shape} do not broadcast"
-        ) from None
-    return a, b
-
-
-# --------------------------------------------------------------------- SQUARED_DIFFERENCE
-
-
-def squared_difference_int8(x1, x2, p: SquaredDifferenceParams):
-    """int8 SQUARED_DIFFERENCE with NumPy broadcasting: ``(y, counters)``.
-
-    Formula: ``a_i = MBQM((x_i + input_i_offset) * 2**7, m_i, s_i)``, ``d = a_1 - a_2``,
-    ``y = clamp(MBQM(d * d, m_out, s_out) + output_offset, -128, 127)``.
-
-    Policy: every MBQM rounds twice (ties up, then away from zero); ``|a_i| <= 255 * 2**6`` so
-    ``d * d < 2**30``: no int32 overflow. ``output_saturated`` counts clamped outputs.
-
-    Mirrors: ``SquaredDifference(T, T, const ArithmeticParams&)`` of TFLite-Micro's
-    ``squared_difference.cc`` and LiteRT's, with ``ElementWise`` /
-    ``BroadcastBinaryFunction4DSlow``.
-
-    >>> p = squared_difference_params(0.5, 0, 0.5, 0, 0.25, -128)  # .elementwise_params
-    >>> squared_difference_int8(np.array([4, -2, 0]), np.array([2, 2, 0]), p)[0].tolist()
-    [-124, -112, -128]
-    """
-    a, b = _binary_operands(x1, x2, "squared_difference_int8")
-    shift = 1 << SQDIFF_LEFT_SHIFT
-    a1 = mbqm((a + p.input1_offset) * shift, p.input1_multiplier, p.input1_shift)
-    a2 = mbqm((b + p.input2_offset) * shift, p.input2_multiplier, p.input2_shift)
-    d = np.asarray(a1, np.int64) - np.asarray(a2, np.int64)
-    y, counters = requantize_clamp(d * d, p.output_multiplier, p.output_shift, p.output_offset)
-    return y, {"output_saturated": counters["output_saturated"]}
-
-
-def squared_difference_reference(a: int, b: int, p: SquaredDifferenceParams) -> int:
-    """The Python-int twin of :func:`squared_difference_int8`, one element."""
-    shift = 1 << SQDIFF_LEFT_SHIFT
-    a1 = ref.multiply_by_quantized_multiplier_double_rounding(
-        (a + p.input1_offset) * shift, p.input1_multiplier, p.input1_shift
-    )
-    a2 = ref.multiply_by_quantized_multiplier_double_rounding(
-        (b + p.input2_offset) * shift, p.input2_multiplier, p.input2_shift
-    )
-    raw = ref.multiply_by_quantized_multiplier_double_rounding(
-        (a1 - a2) * (a1 - a2), p.output_multiplier, p.output_shift
-    )
-    return min(max(raw + p.output_offset, INT8_MIN), INT8_MAX)
-
-
-# --------------------------------------------------------------------- RSQRT
 
 
 @dataclass(frozen=True)
@@ -271,50 +188,3 @@ def rsqrt_reference(x: int, p: RsqrtParams) -> int:
     data = mbqm1(1, inv, inv_shift + RSQRT_SHIFT)
     out = mbqm1(data, p.multiplier, p.shift - RSQRT_SHIFT) + p.output_zero_point
     return min(max(out, INT8_MIN), INT8_MAX)
-
-
-# --------------------------------------------------------------------- MINIMUM / MAXIMUM
-
-
-def minimum_int8(x1, x2):
-    """int8 MINIMUM with NumPy broadcasting: ``(y, {})``.
-
-    Formula: ``y = min(x1, x2)`` on the codes (no requantization).
-
-    Policy: exact; the codes are compared as given, so both inputs and the output must share
-    one quantization (TFLite's converter arranges it; the kernel does not check).
-
-    Mirrors: ``reference_ops::MaximumMinimumBroadcastSlow`` with ``MinimumOp`` (LiteRT,
-    TFLite-Micro ``maximum_minimum.cc``).
-
-    >>> minimum_int8(np.array([[-5, 3]]), np.array([0]))[0].tolist()
-    [[-5, 0]]
-    """
-    a, b = _binary_operands(x1, x2, "minimum_int8")
-    return np.minimum(a, b).astype(np.int8), {}
-
-
-def maximum_int8(x1, x2):
-    """int8 MAXIMUM with NumPy broadcasting: ``(y, {})``.
-
-    Formula: ``y = max(x1, x2)`` on the codes (no requantization).
-
-    Policy: exact; one quantization for inputs and output, as :func:`minimum_int8`.
-
-    Mirrors: ``reference_ops::MaximumMinimumBroadcastSlow`` with ``MaximumOp``.
-
-    >>> maximum_int8(np.array([[-5, 3]]), np.array([0]))[0].tolist()
-    [[0, 3]]
-    """
-    a, b = _binary_operands(x1, x2, "maximum_int8")
-    return np.maximum(a, b).astype(np.int8), {}
-
-
-def minimum_reference(a: int, b: int) -> int:
-    """The Python-int twin of :func:`minimum_int8`, one element."""
-    return a if a < b else b
-
-
-def maximum_reference(a: int, b: int) -> int:
-    """The Python-int twin of :func:`maximum_int8`, one element."""
-    return a if a > b else b

@@ -15,7 +15,10 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
 import quantemu
-from quantemu.backends.tflite import elementwise_more as E
+from quantemu.backends.tflite import elementwise as EW
+from quantemu.backends.tflite import maximum_minimum as MM
+from quantemu.backends.tflite import rsqrt as R
+from quantemu.backends.tflite.elementwise_params import squared_difference_params
 from quantemu.errors import InvalidInputError, UnsupportedError
 from quantemu.graph.ir import Graph, Node, TensorInfo
 from quantemu.program import LinearEncoding, QTensor
@@ -44,11 +47,11 @@ def _kernel(case: dict, xs: list[np.ndarray]) -> np.ndarray:
     ops, out = case["operands"], case["output"]
     q = [(o["scale"], o["zero_point"]) for o in ops]
     if case["op"] == "RSQRT":
-        return E.rsqrt_int8(xs[0], E.rsqrt_params(*q[0], out["scale"], out["zero_point"]))[0]
+        return R.rsqrt_int8(xs[0], R.rsqrt_params(*q[0], out["scale"], out["zero_point"]))[0]
     if case["op"] == "SQUARED_DIFFERENCE":
-        p = E.squared_difference_params(*q[0], *q[1], out["scale"], out["zero_point"])
-        return E.squared_difference_int8(xs[0], xs[1], p)[0]
-    kernel = E.minimum_int8 if case["op"] == "MINIMUM" else E.maximum_int8
+        p = squared_difference_params(*q[0], *q[1], out["scale"], out["zero_point"])
+        return EW.squared_difference_int8(xs[0], xs[1], p)[0]
+    kernel = MM.minimum_int8 if case["op"] == "MINIMUM" else MM.maximum_int8
     return kernel(xs[0], xs[1])[0]
 
 
@@ -80,13 +83,13 @@ QUANT = st.tuples(scales(2.0**-10, 2.0**-1), zero_points)
 @given(QUANT, QUANT, st.tuples(scales(2.0**-8, 2.0**2), zero_points), codes((3, 8)), codes((1, 8)))
 def test_squared_difference_equals_twin(q1, q2, qo, a, b):
     try:
-        p = E.squared_difference_params(*q1, *q2, *qo)
+        p = squared_difference_params(*q1, *q2, *qo)
     except UnsupportedError:
         return  # an output multiplier >= 1: the peers' arithmetic takes none
-    y, counters = E.squared_difference_int8(a, b, p)
+    y, counters = EW.squared_difference_int8(a, b, p)
     bb = np.broadcast_to(b, a.shape)
     expected = [
-        E.squared_difference_reference(int(u), int(v), p)
+        EW.squared_difference_reference(int(u), int(v), p)
         for u, v in zip(a.ravel(), bb.ravel(), strict=True)
     ]
     assert y.dtype == np.int8 and y.ravel().tolist() == expected
@@ -99,42 +102,42 @@ def test_squared_difference_equals_twin(q1, q2, qo, a, b):
 )
 def test_rsqrt_table_equals_twin(qi, qo):
     try:
-        p = E.rsqrt_params(*qi, *qo)
+        p = R.rsqrt_params(*qi, *qo)
     except UnsupportedError:
         return
     valid = np.arange(qi[1], 128)
-    y, _ = E.rsqrt_int8(valid, p)
-    assert y.tolist() == [E.rsqrt_reference(int(c), p) for c in valid]
+    y, _ = R.rsqrt_int8(valid, p)
+    assert y.tolist() == [R.rsqrt_reference(int(c), p) for c in valid]
 
 
 @given(codes((4, 6)), codes((1, 6)))
 def test_min_max_equal_twins(a, b):
     bb = np.broadcast_to(b, a.shape)
     pairs = list(zip(a.ravel().tolist(), bb.ravel().tolist(), strict=True))
-    assert E.minimum_int8(a, b)[0].ravel().tolist() == [E.minimum_reference(*t) for t in pairs]
-    assert E.maximum_int8(a, b)[0].ravel().tolist() == [E.maximum_reference(*t) for t in pairs]
+    assert MM.minimum_int8(a, b)[0].ravel().tolist() == [MM.minimum_reference(*t) for t in pairs]
+    assert MM.maximum_int8(a, b)[0].ravel().tolist() == [MM.maximum_reference(*t) for t in pairs]
 
 
 def test_inv_sqrt_large_inputs_match_twin():
     v = np.array([2, 3, 4, 255, 256, 1000, 2**20 + 7, 2**28 + 3])
-    inv, shift = E._inv_sqrt(v)
+    inv, shift = R._inv_sqrt(v)
     assert list(zip(inv.tolist(), shift.tolist(), strict=True)) == [
-        E._inv_sqrt_reference(int(x)) for x in v
+        R._inv_sqrt_reference(int(x)) for x in v
     ]
 
 
 def test_refusals():
-    p = E.rsqrt_params(0.1, 0, 0.05, -128)
+    p = R.rsqrt_params(0.1, 0, 0.05, -128)
     with pytest.raises(InvalidInputError, match="below the input zero point 0"):
-        E.rsqrt_int8(np.array([-1, 3]), p)
+        R.rsqrt_int8(np.array([-1, 3]), p)
     with pytest.raises(InvalidInputError, match="do not broadcast"):
-        E.minimum_int8(np.zeros((2, 3), np.int8), np.zeros((2,), np.int8))
+        MM.minimum_int8(np.zeros((2, 3), np.int8), np.zeros((2,), np.int8))
     with pytest.raises(InvalidInputError, match="int8"):
-        E.squared_difference_int8(
-            np.array([300]), np.array([0]), E.squared_difference_params(1, 0, 1, 0, 1, 0)
+        EW.squared_difference_int8(
+            np.array([300]), np.array([0]), squared_difference_params(1, 0, 1, 0, 1, 0)
         )
     with pytest.raises(UnsupportedError, match="output multiplier"):
-        E.squared_difference_params(1.0, 0, 1.0, 0, 1e-6, 0)
+        squared_difference_params(1.0, 0, 1.0, 0, 1e-6, 0)
 
 
 # ---------------------------------------------------------------- lowering and import
@@ -155,18 +158,18 @@ def _check_layers(program, x) -> list[str]:
         xs = [c if c is not None else next(fed) for c in consts]
         ins = [t[n] for n in layer.inputs]
         if layer.op == "RSQRT":
-            p = E.rsqrt_params(
+            p = R.rsqrt_params(
                 ins[0].encoding.scale,
                 ins[0].encoding.zero_point,
                 layer.encoding.scale,
                 layer.encoding.zero_point,
             )
-            expected = E.rsqrt_int8(xs[0], p)[0]
+            expected = R.rsqrt_int8(xs[0], p)[0]
         elif layer.op == "SQUARED_DIFFERENCE":
-            expected = E.squared_difference_int8(*xs, layer.params)[0]
+            expected = EW.squared_difference_int8(*xs, layer.params)[0]
         else:
             assert all(i.encoding == layer.encoding for i in ins)
-            kernel = E.maximum_int8 if layer.op == "MAXIMUM" else E.minimum_int8
+            kernel = MM.maximum_int8 if layer.op == "MAXIMUM" else MM.minimum_int8
             expected = kernel(*xs)[0]
         assert t[layer.output].codes.tolist() == expected.tolist()
     return [layer.op for layer in program.lowered.layers]
