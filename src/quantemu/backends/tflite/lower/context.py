@@ -10,6 +10,7 @@ integers, else the converter's per-channel symmetric int8 weights and int32 bias
 
 from __future__ import annotations
 
+import dataclasses
 from typing import ClassVar
 
 import numpy as np
@@ -101,6 +102,19 @@ class TfliteContext(LoweringContext):
         """The int8 clamp range of the node's fused activation (int8's range without one)."""
         act = activation_range(node.attrs, encoding, str(node))
         return (act.low if act.floor else -128, act.high if act.ceiling else 127)
+
+    def with_fused_activation(self, params, node: Node, encoding: LinearEncoding):
+        """``params`` (a kernel's parameters with ``act_min``, ``act_max``, ``floor`` and
+        ``ceiling``) clamped to the node's fused activation, as :meth:`activation` gives it;
+        ``floor`` / ``ceiling`` say which bound the activation set."""
+        act = activation_range(node.attrs, encoding, str(node))
+        return dataclasses.replace(
+            params,
+            act_min=act.low if act.floor else -128,
+            act_max=act.high if act.ceiling else 127,
+            floor=act.floor,
+            ceiling=act.ceiling,
+        )
 
     def weights(self, node: Node, index: int, axis: int) -> tuple[np.ndarray, np.ndarray]:
         """``(int8 codes, float32 per-channel scales)`` of weight input ``index``."""

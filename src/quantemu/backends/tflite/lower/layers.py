@@ -2,7 +2,8 @@
 
 Codes flow in the graph's layout (NCHW for convolutions and pooling); each layer holds the
 parameters TFLite's ``Prepare`` derives (:mod:`quantemu.backends.tflite.params`) and calls the
-vectorized kernel of this package.
+vectorized kernel of this package. The two-input elementwise layers (ADD, SUB, MUL,
+SQUARED_DIFFERENCE, MINIMUM, MAXIMUM) are in :mod:`.elementwise` with their rules.
 """
 
 from __future__ import annotations
@@ -22,8 +23,6 @@ from quantemu.backends.tflite.activation import (
 )
 from quantemu.backends.tflite.batch_matmul import BatchMatMulParams, batch_matmul_int8
 from quantemu.backends.tflite.conv import conv2d, depthwise_conv2d, fully_connected
-from quantemu.backends.tflite.elementwise import add, mul
-from quantemu.backends.tflite.elementwise_params import AddParams, MulParams
 from quantemu.backends.tflite.gelu import gelu_int8
 from quantemu.backends.tflite.params import (
     ConvParams,
@@ -35,6 +34,7 @@ from quantemu.backends.tflite.params import (
 from quantemu.backends.tflite.pool import average_pool2d, max_pool2d
 from quantemu.backends.tflite.reduce import mean
 from quantemu.backends.tflite.requant import concatenation, pad, requantize
+from quantemu.backends.tflite.rsqrt import rsqrt_int8
 from quantemu.backends.tflite.softmax import softmax_int8
 from quantemu.graph.ir import Attrs
 from quantemu.graph.ops import OPS
@@ -95,23 +95,6 @@ class BatchMatMulLayer(Layer):
         """The reference kernel on both operands' codes."""
         y, counters = batch_matmul_int8(inputs[0].codes, inputs[1].codes, self.params)
         return LayerOutput(QTensor(y, self.encoding), counters)
-
-
-@dataclass(frozen=True, eq=False, kw_only=True)
-class BinaryLayer(Layer):
-    """ADD, SUB (``AddParams``) or MUL (``MulParams``); a constant operand is held as codes."""
-
-    params: AddParams | MulParams
-    encoding: LinearEncoding
-    constants: tuple[np.ndarray | None, np.ndarray | None] = (None, None)
-
-    def compute(self, inputs: list[QTensor]) -> LayerOutput:
-        """Broadcasting as NumPy (the graph's shapes broadcast as TFLite's do)."""
-        fed = iter(inputs)
-        a, b = (c if c is not None else next(fed).codes for c in self.constants)
-        kernel = mul if isinstance(self.params, MulParams) else add
-        y, counters = kernel(a, b, self.params)
-        return LayerOutput(QTensor(y.astype(np.int8), self.encoding), counters)
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -215,8 +198,8 @@ class ConcatLayer(Layer):
 
 @dataclass(frozen=True, eq=False, kw_only=True)
 class ActivationLayer(Layer):
-    """A standalone activation or SOFTMAX: one of the kernels of :mod:`..activation` /
-    :mod:`..softmax` with its ``Prepare`` parameters (``axis`` for SOFTMAX)."""
+    """A one-input kernel on codes with its ``Prepare`` parameters: an activation of
+    :mod:`..activation`, GELU, RSQRT (:data:`ACTIVATIONS`), or SOFTMAX (``axis``)."""
 
     kind: str
     params: Any
@@ -240,4 +223,5 @@ ACTIVATIONS: dict[str, Callable] = {
     "logistic": logistic_int8,
     "tanh": tanh_int8,
     "gelu": gelu_int8,
+    "rsqrt": rsqrt_int8,
 }

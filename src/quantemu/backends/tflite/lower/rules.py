@@ -21,18 +21,16 @@ from quantemu.backends.tflite.activation_params import (
     tanh_params,
 )
 from quantemu.backends.tflite.batch_matmul import MAX_RANK, batch_matmul_params
-from quantemu.backends.tflite.elementwise_params import add_params, mul_params, sub_params
 from quantemu.backends.tflite.gelu import gelu_params
 from quantemu.backends.tflite.lower.context import TfliteContext
-from quantemu.backends.tflite.lower.elementwise_more import (
+from quantemu.backends.tflite.lower.elementwise import (
+    lower_binary,
     lower_min_max,
-    lower_rsqrt,
     lower_squared_difference,
 )
 from quantemu.backends.tflite.lower.layers import (
     ActivationLayer,
     BatchMatMulLayer,
-    BinaryLayer,
     ConcatLayer,
     ConvLayer,
     FullyConnectedLayer,
@@ -52,7 +50,8 @@ from quantemu.backends.tflite.params import (
     pool_params,
     requantize_params,
 )
-from quantemu.backends.tflite.quantize import activation_range, quantize_scalar
+from quantemu.backends.tflite.quantize import quantize_scalar
+from quantemu.backends.tflite.rsqrt import rsqrt_params
 from quantemu.errors import UnsupportedError
 from quantemu.graph.ir import Node
 from quantemu.program import Layer
@@ -64,17 +63,6 @@ MOVE_OPS = ("Reshape", "Transpose", "Flatten", "Identity", "Dropout", "Squeeze",
 #: input's quantization in TFLite.
 SELECT_OPS = {"Gather": "GATHER", "Slice": "STRIDED_SLICE", "Expand": "BROADCAST_TO"}
 MOVE_OPS += tuple(SELECT_OPS)
-
-
-def _with_activation(ctx: TfliteContext, node: Node, params, encoding):
-    act = activation_range(node.attrs, encoding, str(node))
-    return dataclasses.replace(
-        params,
-        act_min=act.low if act.floor else -128,
-        act_max=act.high if act.ceiling else 127,
-        floor=act.floor,
-        ceiling=act.ceiling,
-    )
 
 
 def lower_conv(ctx: TfliteContext, node: Node) -> Layer:
@@ -99,7 +87,7 @@ def lower_conv(ctx: TfliteContext, node: Node) -> Layer:
         inputs=(x,),
         weights=np.ascontiguousarray(codes, np.int8),
         bias=bias,
-        params=_with_activation(ctx, node, params, e_out),
+        params=ctx.with_fused_activation(params, node, e_out),
         strides=tuple(a["strides"]),
         dilations=tuple(a["dilations"]),
         pads=tuple(a["pads"]),
@@ -138,7 +126,7 @@ def lower_dense(ctx: TfliteContext, node: Node) -> Layer:
         inputs=(x,),
         weights=np.ascontiguousarray(codes, np.int8),
         bias=bias,
-        params=_with_activation(ctx, node, params, e_out),
+        params=ctx.with_fused_activation(params, node, e_out),
         encoding=e_out,
     )
 
@@ -172,29 +160,6 @@ def lower_matmul(ctx: TfliteContext, node: Node) -> Layer:
     )
 
 
-def lower_binary(ctx: TfliteContext, node: Node) -> Layer:
-    """Add, Sub, Mul: ADD / SUB / MUL with their fused activation."""
-    (c1, e1), (c2, e2) = (ctx.operand(n) for n in node.inputs[:2])
-    if c1 is not None and c2 is not None:
-        raise UnsupportedError(f"{node}: both operands are constant; fold them first")
-    e_out = ctx.encoding(node.outputs[0])
-    args = (e1.scale, e1.zero_point, e2.scale, e2.zero_point, e_out.scale, e_out.zero_point)
-    if node.op_type == "Mul":
-        params, op = mul_params(*args), "MUL"
-    elif node.op_type == "Sub":
-        params, op = sub_params(*args, runtime=ctx.options.kernel_runtime), "SUB"
-    else:
-        params, op = add_params(*args), "ADD"
-    return ctx.layer(
-        BinaryLayer,
-        node,
-        op=op,
-        params=_with_activation(ctx, node, params, e_out),
-        encoding=e_out,
-        constants=(c1, c2),
-    )
-
-
 def lower_pool(ctx: TfliteContext, node: Node) -> Layer:
     """MaxPool / AveragePool: MAX_POOL_2D / AVERAGE_POOL_2D (output on the input's scale)."""
     a = node.attrs
@@ -218,7 +183,7 @@ def lower_pool(ctx: TfliteContext, node: Node) -> Layer:
         kernel=tuple(a["kernel_shape"]),
         strides=tuple(a["strides"]),
         pads=pads,
-        params=_with_activation(ctx, node, params, enc),
+        params=ctx.with_fused_activation(params, node, enc),
         encoding=enc,
     )
 
@@ -371,6 +336,13 @@ def lower_gelu(ctx: TfliteContext, node: Node) -> Layer:
         approximate=str(node.attrs.get("approximate", "none")),
     )
     return ctx.layer(ActivationLayer, node, op="GELU", kind="gelu", params=params, encoding=e_out)
+
+
+def lower_rsqrt(ctx: TfliteContext, node: Node) -> Layer:
+    """Rsqrt: RSQRT (LiteRT and TFLite-Micro run the same int8 kernel, tabulated at Prepare)."""
+    e_in, e_out = ctx.encoding(node.inputs[0]), ctx.encoding(node.outputs[0])
+    params = rsqrt_params(e_in.scale, e_in.zero_point, e_out.scale, e_out.zero_point)
+    return ctx.layer(ActivationLayer, node, op="RSQRT", kind="rsqrt", params=params, encoding=e_out)
 
 
 def lower_softmax(ctx: TfliteContext, node: Node) -> Layer:
