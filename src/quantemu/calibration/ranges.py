@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from quantemu.documents import check_header, header
 from quantemu.errors import InvalidInputError
 
 FORMAT = "quantemu-ranges"
@@ -103,8 +104,7 @@ class CalibrationRanges(Mapping[str, TensorRange]):
     def to_json(self) -> dict[str, Any]:
         """The JSON document (a dict) described in the module docstring."""
         return {
-            "format": FORMAT,
-            "version": VERSION,
+            **header(FORMAT, VERSION),
             "model": self.model,
             "observer": self.observer,
             "per_channel": self.per_channel,
@@ -126,13 +126,7 @@ class CalibrationRanges(Mapping[str, TensorRange]):
     @classmethod
     def from_json(cls, document: Mapping[str, Any]) -> CalibrationRanges:
         """Rebuild from :meth:`to_json`'s document; malformed documents raise InvalidInputError."""
-        if not isinstance(document, Mapping) or document.get("format") != FORMAT:
-            raise InvalidInputError(f"not a quantemu ranges document (format != {FORMAT!r})")
-        if document.get("version") != VERSION:
-            raise InvalidInputError(
-                f"ranges document version {document.get('version')!r}; this quantemu reads "
-                f"version {VERSION}"
-            )
+        check_header(document, FORMAT, VERSION, "ranges")
         try:
             tensors = {
                 name: _range_entry(name, entry) for name, entry in document["tensors"].items()

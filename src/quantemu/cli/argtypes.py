@@ -1,8 +1,34 @@
-"""Argument types shared by the commands (argparse ``type=`` callables)."""
+"""What the commands share for their arguments: argparse ``type=`` callables, and the
+subcommand parser every command starts from."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+
+
+def command_parser(
+    subparsers: argparse._SubParsersAction, name: str, summary: str, description: str
+) -> argparse.ArgumentParser:
+    """The subcommand ``name``: ``summary`` in ``quantemu --help``, ``description`` (kept as
+    written, paragraphs and all) in ``quantemu NAME --help``."""
+    return subparsers.add_parser(
+        name,
+        help=summary,
+        description=description,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
+def _checked(text: str, convert: Callable[[str], float], accept, expected: str):
+    """``convert(text)`` where ``accept`` takes it, else a usage error that quotes the text."""
+    try:
+        value = convert(text)
+    except ValueError:
+        value = None
+    if value is None or not accept(value):
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+    return value
 
 
 def positive_int(text: str) -> int:
@@ -11,13 +37,7 @@ def positive_int(text: str) -> int:
     >>> positive_int("3")
     3
     """
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
+    return _checked(text, int, lambda v: v >= 1, "a positive integer")
 
 
 def non_negative_int(text: str) -> int:
@@ -41,13 +61,7 @@ def percentile(text: str) -> float:
     >>> percentile("99.9")
     99.9
     """
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value <= 100:
-        raise argparse.ArgumentTypeError(f"expected a percentile in (0, 100], got {text!r}")
-    return value
+    return _checked(text, float, lambda v: 0 < v <= 100, "a percentile in (0, 100]")
 
 
 def bits(text: str) -> int:
@@ -56,13 +70,7 @@ def bits(text: str) -> int:
     >>> bits("8")
     8
     """
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 2 <= value <= 16:
-        raise argparse.ArgumentTypeError(f"expected a bit width from 2 to 16, got {text!r}")
-    return value
+    return _checked(text, int, lambda v: 2 <= v <= 16, "a bit width from 2 to 16")
 
 
 def input_shape(text: str) -> tuple[str, tuple[int | None, ...]]:

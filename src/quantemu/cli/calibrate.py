@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from quantemu.calibration.observers import OBSERVERS
-from quantemu.cli.argtypes import bits, percentile, positive_int
+from quantemu.cli.argtypes import bits, command_parser, percentile, positive_int
 from quantemu.cli.checks import check_input_file, check_output_file
 from quantemu.cli.console import INPUT_ERROR, USAGE_ERROR, fail
 from quantemu.cli.loading import DEMO, demo_split, load_model
@@ -36,11 +36,11 @@ are checked before the calibration starts."""
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add the ``calibrate`` subcommand; its ``run`` default is :func:`run`."""
-    p = subparsers.add_parser(
+    p = command_parser(
+        subparsers,
         "calibrate",
-        help="observe activation ranges over calibration data (writes JSON)",
-        description=_DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "observe activation ranges over calibration data (writes JSON)",
+        _DESCRIPTION,
     )
     p.add_argument("model", metavar="MODEL", help="a .onnx file, or 'demo'")
     p.add_argument(
@@ -126,19 +126,15 @@ def _calibrate(args: argparse.Namespace):
         std=tuple(args.std),
         channels_first=not args.channels_last,
     )
+    # the flags that are calibrate()'s keywords by the same name
+    same = ("observer", "per_channel", "axis", "batch_size", "limit", "percentile", "bits")
     return observe_ranges(
         graph,
         data,
         optimized=not args.no_optimize,
-        observer=args.observer,
-        per_channel=args.per_channel,
-        axis=args.axis,
-        batch_size=args.batch_size,
-        limit=args.limit,
-        percentile=args.percentile,
-        bits=args.bits,
         symmetric=args.symmetric,
         key=args.key,
         image_options=options,
         progress=None if not args.quiet else False,
+        **{name: getattr(args, name) for name in same},
     )

@@ -11,7 +11,7 @@ import json
 import sys
 from typing import TextIO
 
-from quantemu.cli.argtypes import non_negative_int
+from quantemu.cli.argtypes import command_parser, non_negative_int
 from quantemu.cli.checks import check_output_file
 from quantemu.cli.console import USAGE_ERROR, fail, is_tty
 from quantemu.conformance import report
@@ -33,11 +33,11 @@ Exit status: 0 when every case passed, 1 when any case failed, errored or is uns
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add the ``conformance`` subcommand; its ``run`` default is :func:`run`."""
-    parser = subparsers.add_parser(
+    parser = command_parser(
+        subparsers,
         "conformance",
-        help="check the emulation against conformance vectors",
-        description=_DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "check the emulation against conformance vectors",
+        _DESCRIPTION,
     )
     parser.add_argument(
         "paths", nargs="*", metavar="PATH", help="vector files or directories (default: bundled)"

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from quantemu.backends.registry import known_backends
+from quantemu.cli.argtypes import command_parser
 from quantemu.cli.checks import check_output_dir, check_output_file
 from quantemu.cli.console import INPUT_ERROR, USAGE_ERROR, fail, stderr_console, stdout_console
 from quantemu.cli.loading import DEMO, demo_split, load_model
@@ -41,11 +42,11 @@ agreement with the float model's predictions, the worst layer by SQNR and the ta
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add the ``demo`` subcommand; its ``run`` default is :func:`run`."""
-    p = subparsers.add_parser(
+    p = command_parser(
+        subparsers,
         "demo",
-        help="simulate the built-in model on every backend and compare with float",
-        description=_DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "simulate the built-in model on every backend and compare with float",
+        _DESCRIPTION,
     )
     p.add_argument(
         "--backend",

@@ -16,7 +16,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from quantemu.backends.registry import backend_specs
-from quantemu.cli.argtypes import positive_int
+from quantemu.cli.argtypes import command_parser, positive_int
 from quantemu.cli.console import INPUT_ERROR, USAGE_ERROR, fail, stdout_console
 from quantemu.cli.loading import load_model, resolve_model
 from quantemu.errors import QuantemuError
@@ -53,11 +53,11 @@ def lint_backends() -> list[str]:
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add the ``inspect`` subcommand; its ``run`` default is :func:`run`."""
     linted = lint_backends()
-    parser = subparsers.add_parser(
+    parser = command_parser(
+        subparsers,
         "inspect",
-        help="print a model's graph summary (shapes, parameters, passes)",
-        description=_DESCRIPTION.format(lint=", ".join(linted) or "none"),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "print a model's graph summary (shapes, parameters, passes)",
+        _DESCRIPTION.format(lint=", ".join(linted) or "none"),
     )
     parser.add_argument(
         "model", nargs="?", metavar="MODEL", help="a .onnx or .tflite file, or 'demo'"

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from quantemu.backends.registry import known_backends
 from quantemu.calibration.observers import OBSERVERS
-from quantemu.cli.argtypes import input_shape, positive_int
+from quantemu.cli.argtypes import command_parser, input_shape, positive_int
 from quantemu.cli.checks import check_input_file, check_output_file
 from quantemu.cli.console import INPUT_ERROR, USAGE_ERROR, fail, stderr_console, stdout_console
 from quantemu.cli.loading import (
@@ -91,13 +91,13 @@ class MissingCalibrationError(InvalidInputError):
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add the ``run`` subcommand; its ``run`` default is :func:`run`."""
-    p = subparsers.add_parser(
+    p = command_parser(
+        subparsers,
         "run",
-        help="simulate a model bit-exactly on a target and report per-layer error",
-        description=_DESCRIPTION.format(
+        "simulate a model bit-exactly on a target and report per-layer error",
+        _DESCRIPTION.format(
             options=options_help(), isa=", ".join(isa_backends()) or "none registered"
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("model", metavar="MODEL", help="a .onnx or .tflite file, or 'demo'")
     p.add_argument(

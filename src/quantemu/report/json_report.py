@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from quantemu._version import __version__
+from quantemu.documents import check_header, header
 from quantemu.errors import InvalidInputError
 from quantemu.simulate.evaluate import Evaluation, LayerStats
 
@@ -73,8 +74,7 @@ def to_json(
 ) -> dict[str, Any]:
     """The whole document (see the module docstring) for one or more evaluations."""
     return {
-        "format": FORMAT,
-        "version": VERSION,
+        **header(FORMAT, VERSION),
         "quantemu": __version__,
         "model": model,
         "evaluations": [evaluation_to_dict(ev) for ev in evaluations],
@@ -144,13 +144,7 @@ def evaluation_from_dict(document: Mapping[str, Any]) -> Evaluation:
 
 def load_json(document: Mapping[str, Any]) -> list[Evaluation]:
     """The evaluations of a parsed :func:`to_json` document."""
-    if not isinstance(document, Mapping) or document.get("format") != FORMAT:
-        raise InvalidInputError(f"not a quantemu evaluation document (format != {FORMAT!r})")
-    if document.get("version") != VERSION:
-        raise InvalidInputError(
-            f"evaluation document version {document.get('version')!r}; this quantemu reads "
-            f"version {VERSION}"
-        )
+    check_header(document, FORMAT, VERSION, "evaluation")
     return [evaluation_from_dict(ev) for ev in document.get("evaluations", [])]
 
 

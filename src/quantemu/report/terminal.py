@@ -18,15 +18,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from quantemu.report.formatting import (
-    KINDS,
-    accuracy_text,
-    counters_text,
-    delta_text,
-    layer_kind,
-    percent_text,
-    sqnr_text,
-)
+from quantemu.report import formatting as fmt
 from quantemu.simulate.evaluate import Evaluation
 
 _KIND_STYLE = {"exact": "green", "float": "yellow", "approx": "magenta"}
@@ -34,7 +26,7 @@ _KIND_STYLE = {"exact": "green", "float": "yellow", "approx": "magenta"}
 
 def _sqnr_cell(value: float) -> Text:
     style = "green" if value == float("inf") else ("red" if value < 20 else "")
-    return Text(sqnr_text(value), style=style)
+    return Text(fmt.sqnr_text(value), style=style)
 
 
 def header_panel(evaluation: Evaluation) -> Panel:
@@ -62,7 +54,7 @@ def layer_table(evaluation: Evaluation) -> Table:
     table.add_column("counters")
     notes = []
     for index, stats in enumerate(evaluation.layers):
-        kind = layer_kind(stats)
+        kind = fmt.layer_kind(stats)
         if stats.note:
             notes.append(f"{index}: {stats.note}")
         table.add_row(
@@ -73,11 +65,11 @@ def layer_table(evaluation: Evaluation) -> Table:
             _sqnr_cell(stats.sqnr_db),
             f"{stats.cosine:.6f}",
             str(stats.max_abs_lsb),
-            percent_text(stats.fraction_off),
-            counters_text(stats.counters),
+            fmt.percent_text(stats.fraction_off),
+            fmt.counters_text(stats.counters),
         )
-    kinds = sorted({layer_kind(s) for s in evaluation.layers})
-    legend = "; ".join(f"{k}: {KINDS[k]}" for k in kinds)
+    kinds = sorted({fmt.layer_kind(s) for s in evaluation.layers})
+    legend = "; ".join(f"{k}: {fmt.KINDS[k]}" for k in kinds)
     table.caption = "\n".join([legend, *notes])
     table.caption_justify = "left"
     return table
@@ -99,8 +91,8 @@ def step_table(evaluation: Evaluation) -> Table | None:
         table.add_row(
             stats.name,
             str(len(steps)),
-            f"{sqnr_text(steps[worst])} (step {worst})",
-            " ".join(sqnr_text(v) for v in steps),
+            f"{fmt.sqnr_text(steps[worst])} (step {worst})",
+            " ".join(fmt.sqnr_text(v) for v in steps),
         )
     return table
 
@@ -111,25 +103,25 @@ def summary_table(evaluation: Evaluation, *, worst: int = 3) -> Table:
     table.add_column(style="bold")
     table.add_column()
     if evaluation.float_accuracy is not None:
-        table.add_row("float top-1", accuracy_text(evaluation.float_accuracy))
+        table.add_row("float top-1", fmt.accuracy_text(evaluation.float_accuracy))
         table.add_row(
             f"{evaluation.backend} top-1",
-            f"{accuracy_text(evaluation.backend_accuracy)} "
-            f"({delta_text(evaluation.float_accuracy, evaluation.backend_accuracy)})",
+            f"{fmt.accuracy_text(evaluation.backend_accuracy)} "
+            f"({fmt.delta_text(evaluation.float_accuracy, evaluation.backend_accuracy)})",
         )
     if evaluation.agreement is not None:
         table.add_row(
             "agreement",
-            f"{accuracy_text(evaluation.agreement)} of {evaluation.samples:,} samples have the "
+            f"{fmt.accuracy_text(evaluation.agreement)} of {evaluation.samples:,} samples have the "
             "float model's top-1",
         )
     elif "top-1" in evaluation.header:  # not a classifier: say so rather than print a number
         table.add_row("top-1", "not computed: the output is not (N, classes) class scores")
+    worst_layers = evaluation.worst_layers(worst)
     table.add_row(
-        "worst layers",
-        ", ".join(f"{s.name} ({sqnr_text(s.sqnr_db)} dB)" for s in evaluation.worst_layers(worst)),
+        "worst layers", ", ".join(f"{s.name} ({fmt.sqnr_text(s.sqnr_db)} dB)" for s in worst_layers)
     )
-    table.add_row("counters", counters_text(evaluation.counter_totals(), zeros=True) or "none")
+    table.add_row("counters", fmt.counters_text(evaluation.counter_totals(), zeros=True) or "none")
     inexact = [s for s in evaluation.layers if not s.exact]
     table.add_row("not bit-exact", f"{len(inexact)} of {len(evaluation.layers)} layers")
     return table
@@ -152,7 +144,7 @@ def comparison_table(
     # Fits 100 columns (80 with short counters): the float model's accuracy once in the title,
     # accuracies never wrap, a long layer name is cut; variants, per-layer details and the
     # compile/run split are in each backend's own tables (run --layers).
-    floats = {accuracy_text(ev.float_accuracy) for ev in evaluations}
+    floats = {fmt.accuracy_text(ev.float_accuracy) for ev in evaluations}
     same_float = len(floats) == 1
     title = "float model vs each backend"
     table = Table(title=title + (f" (float top-1 {floats.pop()})" if same_float else ""))
@@ -168,16 +160,16 @@ def comparison_table(
     rows: dict[str, list] = {}
     for ev in evaluations:
         (worst,) = ev.worst_layers(1) or [None]
-        delta = delta_text(ev.float_accuracy, ev.backend_accuracy).removesuffix(" pp")
+        delta = fmt.delta_text(ev.float_accuracy, ev.backend_accuracy).removesuffix(" pp")
         rows[ev.backend] = [
             ev.backend,
-            *([] if same_float else [accuracy_text(ev.float_accuracy)]),
-            f"{accuracy_text(ev.backend_accuracy)} ({delta})",
-            accuracy_text(ev.agreement),
+            *([] if same_float else [fmt.accuracy_text(ev.float_accuracy)]),
+            f"{fmt.accuracy_text(ev.backend_accuracy)} ({delta})",
+            fmt.accuracy_text(ev.agreement),
             "-" if worst is None else worst.name,
-            "-" if worst is None else sqnr_text(worst.sqnr_db),
+            "-" if worst is None else fmt.sqnr_text(worst.sqnr_db),
             f"{sum(s.exact for s in ev.layers)}/{len(ev.layers)}",
-            counters_text(ev.counter_totals(), zeros=False, sep="\n") or "none",
+            fmt.counters_text(ev.counter_totals(), zeros=False, sep="\n") or "none",
         ]
     for backend in errors or {}:
         width = len(table.columns) - 2

@@ -15,12 +15,11 @@ import numpy as np
 
 from quantemu._version import __version__
 from quantemu.calibration.from_model import FROM_MODEL
-from quantemu.calibration.ranges import NO_CALIBRATION, CalibrationRanges
+from quantemu.calibration.ranges import NO_CALIBRATION
 from quantemu.errors import InvalidInputError
-from quantemu.graph import Graph, inputs
+from quantemu.graph import inputs
 from quantemu.graph.passes_shape import fixed_batch
 from quantemu.program import LinearEncoding, LoweredModel, QTensor, RunResult, run_lowered
-from quantemu.program.options import LoweringOptions
 from quantemu.simulate.evaluate import Evaluation, evaluate
 from quantemu.simulate.streaming import Keep, elements_per_sample, run_in_batches
 
@@ -31,6 +30,11 @@ if TYPE_CHECKING:
 RANGES_KEY = "quantemu.ranges"
 
 
+def _from_plan(name: str, doc: str) -> property:
+    """A read-only attribute of the program that is its plan's ``name``."""
+    return property(lambda self: getattr(self.plan, name), doc=doc)
+
+
 @dataclass(frozen=True)
 class Program:
     """A float model lowered onto one backend (see the module docstring): its
@@ -39,25 +43,10 @@ class Program:
     plan: BackendPlan
     lowered: LoweredModel
 
-    @property
-    def backend(self) -> str:
-        """The backend's name."""
-        return self.plan.backend
-
-    @property
-    def graph(self) -> Graph:
-        """The optimized graph as the backend's toolchain rewrote it."""
-        return self.plan.graph
-
-    @property
-    def ranges(self) -> CalibrationRanges:
-        """The activation ranges the program was lowered with."""
-        return self.plan.ranges
-
-    @property
-    def options(self) -> LoweringOptions:
-        """The backend's typed lowering options."""
-        return self.plan.options
+    backend = _from_plan("backend", "The backend's name.")
+    graph = _from_plan("graph", "The optimized graph as the backend's toolchain rewrote it.")
+    ranges = _from_plan("ranges", "The activation ranges the program was lowered with.")
+    options = _from_plan("options", "The backend's typed lowering options.")
 
     @property
     def header(self) -> dict[str, str]:

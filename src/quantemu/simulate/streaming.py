@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from quantemu.errors import InvalidInputError
+from quantemu.errors import InvalidInputError, choose
 from quantemu.graph.ops._spec import split_dim
 from quantemu.intmath import parallel
 from quantemu.program import QTensor, RunResult
@@ -58,13 +58,14 @@ class Keep(enum.Enum):
     @classmethod
     def parse(cls, value: Keep | str) -> Keep:
         """``value`` as a :class:`Keep`, or a clear error."""
-        try:
-            return cls(value.value if isinstance(value, cls) else value)
-        except ValueError:
-            raise InvalidInputError(
-                f"keep = {value!r}; choose 'outputs' (the graph outputs, bounded memory), "
-                "'all' (every layer's tensors) or 'internals' (their internals too)"
-            ) from None
+        return choose(cls, value, "keep", _KEEP_MEANINGS)
+
+
+_KEEP_MEANINGS = {
+    "outputs": "the graph outputs, bounded memory",
+    "all": "every layer's tensors",
+    "internals": "their internals too",
+}
 
 
 def result_bytes(result: RunResult) -> int:

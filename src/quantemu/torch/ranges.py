@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from quantemu.calibration.ranges import CalibrationRanges, TensorRange
-from quantemu.errors import InvalidInputError
+from quantemu.errors import InvalidInputError, choose
 
 
 class RangeMode(enum.Enum):
@@ -28,13 +28,14 @@ class RangeMode(enum.Enum):
 
     @classmethod
     def parse(cls, value: RangeMode | str) -> RangeMode:
-        try:
-            return cls(value.value if isinstance(value, cls) else value)
-        except ValueError:
-            raise InvalidInputError(
-                f"ranges = {value!r}; choose 'observed' (the calibrated ranges, fixed) or "
-                "'learned' (their ends trained with the weights, LSQ)"
-            ) from None
+        """``value`` as a :class:`RangeMode`, or a clear error."""
+        return choose(cls, value, "ranges", _MODE_MEANINGS)
+
+
+_MODE_MEANINGS = {
+    "observed": "the calibrated ranges, fixed",
+    "learned": "their ends trained with the weights, LSQ",
+}
 
 
 class LearnedRanges(torch.nn.Module):
