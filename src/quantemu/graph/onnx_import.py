@@ -20,7 +20,6 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx.external_data_helper import load_external_data_for_model, uses_external_data
 
 from quantemu.errors import InvalidInputError, QuantemuError, UnsupportedError
-from quantemu.graph import onnx_attrs_tensor  # noqa: F401  (registers its normalizers)
 from quantemu.graph.ir import UNKNOWN_DIM, Graph, Node, QuantOverride, TensorInfo
 from quantemu.graph.onnx_attrs import (
     MAX_OPSET,

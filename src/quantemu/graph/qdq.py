@@ -32,14 +32,14 @@ from onnx import helper
 
 from quantemu.errors import InvalidInputError, UnsupportedError
 from quantemu.graph.ir import QuantOverride
-from quantemu.graph.onnx_attrs import RawNode, check_attrs
+from quantemu.graph.onnx_attrs import RawNode
 
 QUANTIZE, DEQUANTIZE = "QuantizeLinear", "DequantizeLinear"
 _INT_DTYPES = ("int8", "uint8", "int16", "uint16", "int32")
 
 
 def _params(raw: RawNode, consts: dict[str, np.ndarray], default_zero: np.dtype):
-    check_attrs(raw, {"axis", "block_size", "output_dtype", "saturate"})
+    raw.check_attrs({"axis", "block_size", "output_dtype", "saturate"})
     if int(raw.attrs.get("block_size", 0)):
         raise UnsupportedError(f"{raw}: blocked quantization (block_size) is not supported")
     for index, role in ((1, "scale"), (2, "zero point")):

@@ -1,6 +1,6 @@
 """LSTM and GRU (ONNX, layout 0): shapes and float32 kernels.
 
-Normalized attributes (see :mod:`quantemu.graph.onnx_attrs_recurrent`): ``hidden_size`` (int),
+Normalized attributes (see :mod:`quantemu.graph.onnx_attrs.recurrent`): ``hidden_size`` (int),
 ``direction`` (``"forward"``, ``"reverse"`` or ``"bidirectional"``), GRU ``linear_before_reset``
 (0 or 1). Inputs keep ONNX's positions, ``""`` marking an omitted one: ``X, W, R[, B][,
 sequence_lens][, initial_h][, initial_c]`` (``initial_c`` for LSTM only); ``sequence_lens`` is

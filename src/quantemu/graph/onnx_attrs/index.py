@@ -1,4 +1,4 @@
-"""Normalizers of Gather, Slice, Expand and Where (see onnx_attrs; the kernels are in
+"""Normalizers of Gather, Slice, Expand and Where (the kernels are in
 :mod:`quantemu.graph.ops.index`). Split is rewritten into one Slice per output and shape
 sub-graphs are folded before normalization (:mod:`quantemu.graph.onnx_shape_fold`)."""
 
@@ -8,14 +8,8 @@ import numpy as np
 
 from quantemu.errors import InvalidInputError, UnsupportedError
 from quantemu.graph.ir import UNKNOWN_DIM, Node
-from quantemu.graph.onnx_attrs import (
-    REVIEWED,
-    Context,
-    RawNode,
-    check_attrs,
-    make,
-    normalizer,
-)
+from quantemu.graph.onnx_attrs.base import Context, RawNode, normalizer
+from quantemu.graph.onnx_attrs.opsets import REVIEWED
 from quantemu.graph.ops._spec import known
 
 #: An end at or past this is "to the end of the axis" whatever its size (ONNX exporters write
@@ -27,12 +21,6 @@ OPEN_END = 2**31 - 1
 REVIEWED.update(
     {"Expand": (8, 13), "Gather": (1, 13), "Slice": (1, 13), "Split": (2, 18), "Where": (9, 16)}
 )
-
-
-def _axis(raw: RawNode, axis: int, rank: int) -> int:
-    if not -rank <= axis < rank:
-        raise InvalidInputError(f"{raw}: axis {axis} is out of range for rank {rank}")
-    return axis % rank
 
 
 def _int_const(raw: RawNode, ctx: Context, index: int, role: str) -> np.ndarray | None:
@@ -55,9 +43,9 @@ def _batch_axis(raw: RawNode, ctx: Context, axis: int) -> None:
 
 @normalizer("Gather")
 def _gather(raw: RawNode, ctx: Context) -> Node:
-    check_attrs(raw, {"axis"})
+    raw.check_attrs({"axis"})
     x = ctx.info(raw)
-    axis = _axis(raw, int(raw.attrs.get("axis", 0)), x.rank)
+    axis = raw.axis_index(int(raw.attrs.get("axis", 0)), x.rank)
     indices = _int_const(raw, ctx, 1, "indices")
     if indices is None:
         raise InvalidInputError(f"{raw}: input 1 (indices) is required")
@@ -74,19 +62,19 @@ def _gather(raw: RawNode, ctx: Context) -> Node:
             raise InvalidInputError(f"{raw}: indices {bad} are out of range for size {dim}")
         flat = [i % dim for i in flat]
     attrs = {"axis": axis, "indices": tuple(flat), "indices_shape": tuple(indices.shape)}
-    return make(raw, raw.inputs[:1], attrs)
+    return raw.make(raw.inputs[:1], attrs)
 
 
 def _slice_operands(raw: RawNode, ctx: Context) -> list[list[int] | None]:
     """starts, ends, axes, steps: attributes before opset 10, constant inputs from opset 10."""
     if ctx.opset < 10:
-        check_attrs(raw, {"starts", "ends", "axes"})
+        raw.check_attrs({"starts", "ends", "axes"})
         for key in ("starts", "ends"):
             if key not in raw.attrs:
                 raise InvalidInputError(f"{raw}: attribute {key} is required")
         found = [raw.attrs.get(k) for k in ("starts", "ends", "axes")]
         return [None if v is None else [int(a) for a in v] for v in found] + [None]
-    check_attrs(raw, ())
+    raw.check_attrs(())
     values = []
     for index, role in enumerate(("starts", "ends", "axes", "steps"), start=1):
         value = _int_const(raw, ctx, index, role)
@@ -106,7 +94,7 @@ def _slice(raw: RawNode, ctx: Context) -> Node:
         raise InvalidInputError(
             f"{raw}: starts {starts}, ends {ends}, axes {axes} and steps {steps} differ in length"
         )
-    axes = [_axis(raw, a, len(shape)) for a in axes]
+    axes = [raw.axis_index(a, len(shape)) for a in axes]
     if len(set(axes)) != len(axes) or 0 in steps:
         raise InvalidInputError(f"{raw}: axes {axes} repeat an axis or steps {steps} hold a 0")
     kept = []
@@ -120,21 +108,21 @@ def _slice(raw: RawNode, ctx: Context) -> Node:
                      OPEN_END), step))  # fmt: skip
     columns = list(zip(*kept, strict=True)) or [(), (), (), ()]
     attrs = dict(zip(("axes", "starts", "ends", "steps"), map(tuple, columns), strict=True))
-    return make(raw, raw.inputs[:1], attrs)
+    return raw.make(raw.inputs[:1], attrs)
 
 
 @normalizer("Expand")
 def _expand(raw: RawNode, ctx: Context) -> Node:
-    check_attrs(raw, ())
+    raw.check_attrs(())
     shape = _int_const(raw, ctx, 1, "shape")
     if shape is None or shape.ndim != 1:
         raise InvalidInputError(f"{raw}: the shape input must be a 1-D int64 constant")
-    return make(raw, raw.inputs[:1], {"shape": tuple(int(s) for s in shape)})
+    return raw.make(raw.inputs[:1], {"shape": tuple(int(s) for s in shape)})
 
 
 @normalizer("Where")
 def _where(raw: RawNode, ctx: Context) -> Node:
-    check_attrs(raw, ())
+    raw.check_attrs(())
     if len(raw.inputs) != 3 or not all(raw.inputs):
         raise InvalidInputError(f"{raw}: Where takes three inputs, got {list(raw.inputs)}")
     condition = ctx.const(raw, 0, "condition")
@@ -142,7 +130,7 @@ def _where(raw: RawNode, ctx: Context) -> Node:
         "condition": tuple(int(bool(c)) for c in condition.reshape(-1)),
         "condition_shape": tuple(condition.shape),
     }
-    return make(raw, raw.inputs[1:], attrs)
+    return raw.make(raw.inputs[1:], attrs)
 
 
 @normalizer("Shape", "Size", "Split")

@@ -1,4 +1,4 @@
-"""Normalizers of LSTM and GRU (see onnx_attrs; the kernels are in
+"""Normalizers of LSTM and GRU (the kernels are in
 :mod:`quantemu.graph.ops.recurrent`, whose docstring states the normalized form).
 
 quantemu runs the ONNX definitions with their default activations, no clipping, no peepholes,
@@ -14,15 +14,8 @@ import numpy as np
 
 from quantemu.errors import InvalidInputError, UnsupportedError
 from quantemu.graph.ir import Node
-from quantemu.graph.onnx_attrs import (
-    REVIEWED,
-    Context,
-    RawNode,
-    check_attrs,
-    make,
-    normalizer,
-    require,
-)
+from quantemu.graph.onnx_attrs.base import Context, RawNode, normalizer
+from quantemu.graph.onnx_attrs.opsets import REVIEWED
 from quantemu.graph.ops._spec import known
 from quantemu.graph.ops.recurrent import DIRECTIONS, SEQUENCE_LENS, num_directions
 
@@ -41,7 +34,7 @@ _OUTPUT_ROLES = ("Y", "Y_h", "Y_c")
 def _recurrent(raw: RawNode, ctx: Context) -> Node:
     lstm = raw.op_type == "LSTM"
     allowed = _COMMON | {"hidden_size", "input_forget" if lstm else "linear_before_reset"}
-    check_attrs(raw, allowed | ({"layout"} if ctx.opset >= 14 else set()))
+    raw.check_attrs(allowed | ({"layout"} if ctx.opset >= 14 else set()))
     _required_inputs(raw)
     direction = str(raw.attrs.get("direction", "forward"))
     if direction not in DIRECTIONS:
@@ -53,8 +46,7 @@ def _recurrent(raw: RawNode, ctx: Context) -> Node:
     attrs = {"hidden_size": _hidden_size(raw, ctx), "direction": direction}
     if lstm:
         forget = int(raw.attrs.get("input_forget", 0))
-        require(
-            raw,
+        raw.require(
             forget == 0,
             f"input_forget {forget} (input and forget gates coupled) is not supported; "
             "quantemu supports LSTM with input_forget=0 (independent gates) only",
@@ -67,7 +59,7 @@ def _recurrent(raw: RawNode, ctx: Context) -> Node:
     inputs = [name if i != SEQUENCE_LENS else "" for i, name in enumerate(raw.inputs[:count])]
     while inputs and not inputs[-1]:
         inputs.pop()
-    return make(raw, inputs, attrs, _outputs(raw, ctx, 3 if lstm else 2))
+    return raw.make(inputs, attrs, _outputs(raw, ctx, 3 if lstm else 2))
 
 
 def _required_inputs(raw: RawNode) -> None:
@@ -101,8 +93,7 @@ def _hidden_size(raw: RawNode, ctx: Context) -> int:
 
 def _check_layout(raw: RawNode) -> None:
     layout = int(raw.attrs.get("layout", 0))
-    require(
-        raw,
+    raw.require(
         layout == 0,
         f"layout {layout} (batch-major X, initial states and outputs) is not supported; "
         "quantemu takes layout 0 (X as seq_length x batch x input_size): export with layout 0 "
@@ -116,22 +107,19 @@ def _check_functions(raw: RawNode, directions: int) -> None:
     given = raw.attrs.get("activations")
     if given is not None:
         names = [str(a) for a in given]
-        require(
-            raw,
+        raw.require(
             [a.lower() for a in names] == [a.lower() for a in expected],
             f"activations {names} are not supported; quantemu supports {raw.op_type} with the "
             f"default activations {expected} only: remove the attribute or re-export with them",
         )
     for key in ("activation_alpha", "activation_beta"):
         values = list(raw.attrs.get(key, ()))
-        require(
-            raw,
+        raw.require(
             not values,
             f"{key} {values} is not supported; the default activations {expected} take no "
             "parameters: remove the attribute",
         )
-    require(
-        raw,
+    raw.require(
         "clip" not in raw.attrs,
         f"clip {raw.attrs.get('clip')} (cell clipping) is not supported; quantemu computes "
         f"{raw.op_type} without clipping: remove the attribute (re-export without clip)",
@@ -164,8 +152,7 @@ def _check_sequence_lens(raw: RawNode, ctx: Context) -> None:
             f"{raw}: sequence_lens {raw.inputs[SEQUENCE_LENS]!r} has {len(lens)} entries, "
             f"X {raw.inputs[0]!r} a batch of {batch}"
         )
-    require(
-        raw,
+    raw.require(
         known(seq) and all(n == seq for n in lens),
         f"sequence_lens {lens} with seq_length {seq}: quantemu runs every sequence to its full "
         "length; give sequence_lens equal to seq_length for every batch entry, or omit it "
