@@ -66,15 +66,26 @@ def _spatial(node: Node, x: TensorInfo, transpose: bool) -> tuple[Dim, Dim]:
     return oh, ow
 
 
+def _operands(node: Node, infos: Sequence[TensorInfo | None]) -> tuple[TensorInfo, TensorInfo]:
+    """X and W, both 4-D, with W's spatial shape equal to ``kernel_shape``."""
+    x, w = data(node, infos, 0, 4), data(node, infos, 1, 4)
+    if tuple(w.shape[2:]) != tuple(node.attrs["kernel_shape"]):
+        raise fail(node, f"weight {w.name!r} shape {w.shape} does not match kernel_shape")
+    return x, w
+
+
+def _check_group(node: Node, channels: Dim, which: str) -> None:
+    group = node.attrs["group"]
+    if known(channels) and channels % group:
+        raise fail(node, f"{channels} {which} channels are not divisible by group={group}")
+
+
 def infer_conv(node: Node, infos: Sequence[TensorInfo | None]) -> list[Shape]:
     """``(N, C, H, W) * (M, C/group, kh, kw) -> (N, M, OH, OW)``."""
-    x, w = data(node, infos, 0, 4), data(node, infos, 1, 4)
+    x, w = _operands(node, infos)
     group = node.attrs["group"]
-    m, cg, kh, kw = w.shape
-    if (kh, kw) != tuple(node.attrs["kernel_shape"]):
-        raise fail(node, f"weight {w.name!r} shape {w.shape} does not match kernel_shape")
-    if known(m) and m % group:
-        raise fail(node, f"{m} output channels are not divisible by group={group}")
+    m, cg = w.shape[:2]
+    _check_group(node, m, "output")
     same_dim(
         node,
         x.shape[1],
@@ -87,15 +98,11 @@ def infer_conv(node: Node, infos: Sequence[TensorInfo | None]) -> list[Shape]:
 
 def infer_conv_transpose(node: Node, infos: Sequence[TensorInfo | None]) -> list[Shape]:
     """``(N, C, H, W) * (C, M/group, kh, kw) -> (N, M, OH, OW)``."""
-    x, w = data(node, infos, 0, 4), data(node, infos, 1, 4)
-    group = node.attrs["group"]
-    c, mg, kh, kw = w.shape
-    if (kh, kw) != tuple(node.attrs["kernel_shape"]):
-        raise fail(node, f"weight {w.name!r} shape {w.shape} does not match kernel_shape")
+    x, w = _operands(node, infos)
+    c, mg = w.shape[:2]
     same_dim(node, x.shape[1], c, f"input channels vs weight {w.name!r} {w.shape}")
-    if known(c) and c % group:
-        raise fail(node, f"{c} input channels are not divisible by group={group}")
-    m = mg * group if known(mg) else UNKNOWN_DIM
+    _check_group(node, c, "input")
+    m = mg * node.attrs["group"] if known(mg) else UNKNOWN_DIM
     _check_bias(node, infos, m)
     return [(x.shape[0], m, *_spatial(node, x, transpose=True))]
 

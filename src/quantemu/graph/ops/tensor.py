@@ -83,16 +83,6 @@ def _infer_minus_one(node: Node, in_shape: Shape, rest: list[Dim], shape) -> Dim
     if sum(left.values()) == 1:
         return scaled_dim(next(iter(left)), ratio)
     return UNKNOWN_DIM
-    if known_out == 0 or known_in % known_out:
-        if not left:
-            raise fail(node, f"cannot reshape {in_shape} to {tuple(shape)}")
-        return UNKNOWN_DIM
-    ratio = known_in // known_out
-    if not left:
-        return ratio
-    if sum(left.values()) == 1 and ratio == 1:
-        return next(iter(left))
-    return UNKNOWN_DIM
 
 
 def _infer_reshape(node: Node, infos: Sequence[TensorInfo | None]) -> list[Shape]:
