@@ -28,24 +28,16 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name == "load_onnx":
-        from quantemu.graph.onnx_import import load_onnx  # noqa: PLC0415 (lazy: imports onnx)
+    if name in ("load_onnx", "load_tflite", "load_model"):
+        from quantemu import graph  # noqa: PLC0415 (lazy: graph loads its importers on first use)
 
-        return load_onnx
-    if name in ("load_tflite", "load_model"):
-        from quantemu.graph import loading, tflite_import  # noqa: PLC0415 (lazy)
-
-        return tflite_import.load_tflite if name == "load_tflite" else loading.load_model
+        return getattr(graph, name)
     if name == "calibrate":
         from quantemu.calibration.api import calibrate  # noqa: PLC0415 (lazy: imports onnx)
 
         return calibrate
-    if name == "compile":
-        from quantemu.simulate.compile import compile_model  # noqa: PLC0415 (imports onnx)
+    if name in ("compile", "prepare"):
+        from quantemu.simulate import compile as compiling  # noqa: PLC0415 (imports onnx)
 
-        return compile_model
-    if name == "prepare":
-        from quantemu.simulate.compile import prepare  # noqa: PLC0415 (imports onnx)
-
-        return prepare
+        return compiling.compile_model if name == "compile" else compiling.prepare
     raise AttributeError(f"module 'quantemu' has no attribute {name!r}")
