@@ -23,7 +23,7 @@ from quantemu.backends.nvdla import (
     sdp,
 )
 from quantemu.backends.nvdla import reference as ref
-from quantemu.backends.nvdla.sdp import OPERANDS
+from quantemu.backends.nvdla.operands import OPERANDS
 
 FEW = settings(max_examples=60, deadline=None)
 

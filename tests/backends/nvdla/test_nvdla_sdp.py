@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from quantemu.backends.nvdla import SdpRegisters, sdp
-from quantemu.backends.nvdla.sdp import OPERANDS, x_unit, y_unit
+from quantemu.backends.nvdla.operands import OPERANDS
+from quantemu.backends.nvdla.sdp import x_unit, y_unit
 from quantemu.errors import InvalidInputError
 
 I32_MAX, I32_MIN = (1 << 31) - 1, -(1 << 31)

@@ -14,7 +14,7 @@ package registers the conformance adapters.
 from quantemu.backends.nvdla import conformance as _conformance  # registers the ops
 from quantemu.backends.nvdla.cacc import CaccResult, cacc
 from quantemu.backends.nvdla.cdma import cdma_convert
-from quantemu.backends.nvdla.cdp import CdpResult, cdp, cdp_window, edge_fill
+from quantemu.backends.nvdla.cdp import cdp, cdp_window, edge_fill
 from quantemu.backends.nvdla.lower import calibration_free, header, lower
 from quantemu.backends.nvdla.lower.options import Options
 from quantemu.backends.nvdla.lut import LutOutput, cdp_lut, sdp_lut
@@ -33,7 +33,8 @@ from quantemu.backends.nvdla.registers import (
     SdpRegisters,
     Table,
 )
-from quantemu.backends.nvdla.sdp import SdpResult, sdp
+from quantemu.backends.nvdla.results import CdpResult, SdpResult
+from quantemu.backends.nvdla.sdp import sdp
 from quantemu.backends.registry import BackendSpec
 
 del _conformance

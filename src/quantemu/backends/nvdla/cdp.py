@@ -10,34 +10,15 @@ vectorised over every pixel and channel.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from quantemu.backends.nvdla.lut import HIT, OFLOW, UFLOW, cdp_lut, check_tables
+from quantemu.backends.nvdla.fp16.cdp import cdp_fp16, cdp_window_fp16
+from quantemu.backends.nvdla.halo import HALO, halo_outputs, with_halo
+from quantemu.backends.nvdla.lut import cdp_counts, cdp_lut, check_tables
 from quantemu.backends.nvdla.precision import converter, shr
 from quantemu.backends.nvdla.registers import CdpRegisters, Precision
+from quantemu.backends.nvdla.results import CdpResult
 from quantemu.errors import InvalidInputError
-
-HALO = 4  # channels supplied on each side of a cdp_window vector (the largest half-window)
-
-
-@dataclass(frozen=True)
-class CdpResult:
-    """Output of the CDP: ``y`` (int8 or int16) and the CDP status counters (§3.1)."""
-
-    y: np.ndarray
-    OUT_SATURATION: int
-    PERF_LUT_UFLOW: int
-    PERF_LUT_OFLOW: int
-    PERF_LUT_HYBRID: int
-    PERF_LUT_LE_HIT: int
-    PERF_LUT_LO_HIT: int
-
-    def counters(self) -> dict[str, int]:
-        """The counters by register name."""
-        names = ("OUT_SATURATION", "PERF_LUT_UFLOW", "PERF_LUT_OFLOW", "PERF_LUT_HYBRID")
-        return {n: getattr(self, n) for n in (*names, "PERF_LUT_LE_HIT", "PERF_LUT_LO_HIT")}
 
 
 def _check_input(x, regs: CdpRegisters, func: str) -> np.ndarray:
@@ -55,20 +36,6 @@ def _check_input(x, regs: CdpRegisters, func: str) -> np.ndarray:
     return a
 
 
-def lut_counts(le_kind: np.ndarray, lo_kind: np.ndarray) -> dict[str, int]:
-    """The CDP counters count selection cases (§3.3), unlike the SDP's (FP16 as well)."""
-    one_hit = (le_kind == HIT) != (lo_kind == HIT)
-    both_u = (le_kind == UFLOW) & (lo_kind == UFLOW)
-    both_o = (le_kind == OFLOW) & (lo_kind == OFLOW)
-    return {
-        "PERF_LUT_UFLOW": int(np.count_nonzero(both_u)),
-        "PERF_LUT_OFLOW": int(np.count_nonzero(both_o)),
-        "PERF_LUT_LE_HIT": int(np.count_nonzero(one_hit & (le_kind == HIT))),
-        "PERF_LUT_LO_HIT": int(np.count_nonzero(one_hit & (lo_kind == HIT))),
-        "PERF_LUT_HYBRID": int(np.count_nonzero(~one_hit & ~both_u & ~both_o)),
-    }
-
-
 def cdp_window(x, regs: CdpRegisters, lut_le, lut_lo, *, axis: int = -1) -> CdpResult:
     """The CDP datapath (§3.2) on channel vectors carrying a 4-channel halo on each side.
 
@@ -77,21 +44,15 @@ def cdp_window(x, regs: CdpRegisters, lut_le, lut_lo, *, axis: int = -1) -> CdpR
     ``INPUT_DATA_TYPE = FP16`` runs :func:`.fp16.cdp.cdp_window_fp16` (fp16 data and tables).
     """
     if regs.input_type is Precision.FP16:
-        from quantemu.backends.nvdla.fp16.cdp import cdp_window_fp16  # noqa: PLC0415 (cycle)
-
         return cdp_window_fp16(x, regs, lut_le, lut_lo, axis=axis)
     xa = np.moveaxis(_check_input(x, regs, "cdp"), axis, -1)
-    if xa.ndim == 0 or xa.shape[-1] <= 2 * HALO:
-        raise InvalidInputError(
-            f"cdp: X needs C + 8 > 8 channels along axis {axis} (a 4-channel halo on each side "
-            f"of C outputs), got shape {np.shape(x)}"
-        )
+    n_out = halo_outputs(xa, axis, np.shape(x))
     le, lo = check_tables(lut_le, lut_lo, "cdp")
     int8 = regs.input_type is Precision.INT8
     ci = regs.input_converter()
     # (int16 - int16) * int16 <= 2^32: int64 exact; 9 (INT8) or 17 (INT16) bits out.
     c = shr((xa - ci.offset) * ci.scale, ci.shift, 9 if int8 else 17)
-    n_out, h = xa.shape[-1] - 2 * HALO, regs.half_window
+    h = regs.half_window
     centre = c[..., HALO : HALO + n_out]
     if regs.SQSUM_BYPASS:
         ss = centre
@@ -107,7 +68,7 @@ def cdp_window(x, regs: CdpRegisters, lut_le, lut_lo, *, axis: int = -1) -> CdpR
     return CdpResult(
         y=np.moveaxis(np.asarray(y, dtype=np.int8 if int8 else np.int16), -1, axis),
         OUT_SATURATION=int(np.count_nonzero(flag)),
-        **lut_counts(out.le_kind, out.lo_kind),
+        **cdp_counts(out.le_kind, out.lo_kind),
     )
 
 
@@ -140,11 +101,7 @@ def cdp(x, regs: CdpRegisters, lut_le, lut_lo, *, axis: int = 0) -> CdpResult:
     :func:`.fp16.cdp.cdp_fp16` (edges +0).
     """
     if regs.input_type is Precision.FP16:
-        from quantemu.backends.nvdla.fp16.cdp import cdp_fp16  # noqa: PLC0415 (cycle)
-
         return cdp_fp16(x, regs, lut_le, lut_lo, axis=axis)
     xa = np.moveaxis(_check_input(x, regs, "cdp"), axis, -1)
-    pad = [(0, 0)] * (xa.ndim - 1) + [(HALO, HALO)]
-    padded = np.pad(xa, pad, constant_values=edge_fill(regs))
-    r = cdp_window(padded, regs, lut_le, lut_lo)
+    r = cdp_window(with_halo(xa, edge_fill(regs)), regs, lut_le, lut_lo)
     return CdpResult(np.moveaxis(r.y, -1, axis), **r.counters())

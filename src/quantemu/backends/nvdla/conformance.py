@@ -15,6 +15,7 @@ import numpy as np
 from quantemu.backends.nvdla.cacc import cacc
 from quantemu.backends.nvdla.cdp import cdp_window
 from quantemu.backends.nvdla.fp16.cc import CONV_ATTRS, conv_fp16_attrs
+from quantemu.backends.nvdla.operands import OPERANDS
 from quantemu.backends.nvdla.pdp import pdp_avg, pdp_max, pdp_min
 from quantemu.backends.nvdla.registers import (
     CaccRegisters,
@@ -22,7 +23,7 @@ from quantemu.backends.nvdla.registers import (
     PdpRegisters,
     SdpRegisters,
 )
-from quantemu.backends.nvdla.sdp import OPERANDS, sdp
+from quantemu.backends.nvdla.sdp import sdp
 from quantemu.backends.registry import register
 from quantemu.errors import InvalidInputError
 

@@ -30,6 +30,7 @@ from quantemu.intmath import NegativeShift, saturate, shift_right_round_half_awa
 UFLOW, HIT, OFLOW = 0, 1, 2  # per-element classification codes (int8 arrays)
 LE_DEPTH, LO_DEPTH = 65, 257
 SDP_FRAC_BITS = 35
+SDP_COUNTERS = ("LUT_UFLOW", "LUT_OFLOW", "LUT_HYBRID", "LUT_LE_HIT", "LUT_LO_HIT")
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,27 @@ def select_lo(le_kind: np.ndarray, lo_kind: np.ndarray, cfg: LutConfig) -> np.nd
         [lo_hit, cfg.uflow_priority is Table.LO, cfg.oflow_priority is Table.LO],
         default=cfg.hybrid_priority is Table.LO,
     )
+
+
+def sdp_counts(kind: np.ndarray, le_kind: np.ndarray, lo_kind: np.ndarray) -> dict[str, int]:
+    """The SDP's LUT counters (§2.4, FP16 as well): the picked table's under- and overflows and
+    hits (``LUT_HYBRID``), and each table's own hits whichever was picked."""
+    cases = (kind == UFLOW, kind == OFLOW, kind == HIT, le_kind == HIT, lo_kind == HIT)
+    return {n: int(np.count_nonzero(c)) for n, c in zip(SDP_COUNTERS, cases, strict=True)}
+
+
+def cdp_counts(le_kind: np.ndarray, lo_kind: np.ndarray) -> dict[str, int]:
+    """The CDP's LUT counters count selection cases (§3.3), unlike the SDP's (FP16 as well)."""
+    one_hit = (le_kind == HIT) != (lo_kind == HIT)
+    both_u = (le_kind == UFLOW) & (lo_kind == UFLOW)
+    both_o = (le_kind == OFLOW) & (lo_kind == OFLOW)
+    return {
+        "PERF_LUT_UFLOW": int(np.count_nonzero(both_u)),
+        "PERF_LUT_OFLOW": int(np.count_nonzero(both_o)),
+        "PERF_LUT_LE_HIT": int(np.count_nonzero(one_hit & (le_kind == HIT))),
+        "PERF_LUT_LO_HIT": int(np.count_nonzero(one_hit & (lo_kind == HIT))),
+        "PERF_LUT_HYBRID": int(np.count_nonzero(~one_hit & ~both_u & ~both_o)),
+    }
 
 
 def _flow(y0: int, d: np.ndarray, slope: Slope, bits: int) -> np.ndarray:

@@ -7,12 +7,12 @@ the whole tensor. The value bounds that keep int64 exact are written beside each
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import numpy as np
 
-from quantemu.backends.nvdla.fp16.sdp import nan_outputs, output_fp16, run_fp16, saturated_fp16
-from quantemu.backends.nvdla.lut import HIT, OFLOW, UFLOW, check_tables, sdp_lut
+from quantemu.backends.nvdla.fp16.sdp import nan_outputs, saturated_fp16, sdp_fp16
+from quantemu.backends.nvdla.lut import SDP_COUNTERS, check_tables, sdp_counts, sdp_lut
+from quantemu.backends.nvdla.operands import check_shape, known_operands, memory_operands
 from quantemu.backends.nvdla.precision import converter, shifter, shr
 from quantemu.backends.nvdla.registers import (
     AluAlgo,
@@ -23,61 +23,18 @@ from quantemu.backends.nvdla.registers import (
     XUnit,
     YUnit,
 )
+from quantemu.backends.nvdla.results import SdpResult
 from quantemu.errors import InvalidInputError
 from quantemu.intmath import saturate, wrap
-from quantemu.intmath.nvdla_float import fp16_bit_patterns, int17_to_fp16_rne_sat_nvdla
-
-OPERANDS = ("BS_ALU", "BS_MUL", "BN_ALU", "BN_MUL", "EW_ALU", "EW_MUL")
-
-
-@dataclass(frozen=True)
-class SdpResult:
-    """Output of :func:`sdp`: ``y`` (int16, the 16-bit output word) and the status counters.
-
-    Counter names are the page's (§2.2); the LUT counters are 0 when the LUT is inactive.
-    ``final_clamped`` is not a hardware counter: quantemu's count of the elements the final
-    INT8/INT16 clamp changed (which ``OUT_SATURATION`` never counts, §2.5); it is not part of
-    :meth:`counters`.
-    """
-
-    y: np.ndarray
-    OUT_SATURATION: int
-    LUT_UFLOW: int
-    LUT_OFLOW: int
-    LUT_HYBRID: int
-    LUT_LE_HIT: int
-    LUT_LO_HIT: int
-    STATUS_UNEQUAL: int
-    final_clamped: int = 0
-    # FP16 runs only (processing or output in FP16): the NaN/Inf status registers.
-    STATUS_NAN_INPUT_NUM: int = 0
-    STATUS_INF_INPUT_NUM: int = 0
-    STATUS_NAN_OUTPUT_NUM: int = 0
-    fp16: bool = False
-
-    def counters(self) -> dict[str, int]:
-        """The counters by register name (with the NaN/Inf ones for an FP16 run)."""
-        names = ("OUT_SATURATION", "LUT_UFLOW", "LUT_OFLOW", "LUT_HYBRID")
-        names += ("LUT_LE_HIT", "LUT_LO_HIT", "STATUS_UNEQUAL")
-        if self.fp16:
-            names += ("STATUS_NAN_INPUT_NUM", "STATUS_INF_INPUT_NUM", "STATUS_NAN_OUTPUT_NUM")
-        return {n: getattr(self, n) for n in names}
+from quantemu.intmath.nvdla_float import int17_to_fp16_rne_sat_nvdla
 
 
 def _checked(a, name: str, bits: int, shape=None) -> np.ndarray:
     arr = np.asarray(a)
     if arr.dtype.kind not in "iu":
         raise InvalidInputError(f"sdp: {name} must be an integer array, got dtype {arr.dtype}")
-    if shape is not None and arr.shape != shape:
-        try:
-            fits = np.broadcast_shapes(arr.shape, shape) == shape
-        except ValueError:
-            fits = False
-        if not fits:
-            raise InvalidInputError(
-                f"sdp: {name} has shape {arr.shape}; X has shape {shape} (an operand must have "
-                "X's shape or broadcast to it)"
-            )
+    if shape is not None:
+        check_shape(arr.shape, name, shape)
     arr = arr.astype(np.int64, copy=False)
     lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
     if arr.size and (arr.min() < lo or arr.max() > hi):
@@ -160,25 +117,18 @@ def sdp(
     per-element int16 arrays of ``x``'s shape (or broadcastable to it, e.g. ``(1, C, 1, 1)``
     for a per-channel operand), used where the matching ``*_SRC = 1``; an absent one is all
     zeros. ``lut_le`` (65) and ``lut_lo`` (257) int16 tables are required when the
-    LUT is active. Returns the int16 output word and the counters.
+    LUT is active. Returns the int16 output word and the counters. ``PROC_PRECISION = FP16``
+    runs :func:`.fp16.sdp.sdp_fp16` (fp16 or fp32 words X, fp16 operands and tables).
     """
-    operands = dict(operands or {})
-    unknown = sorted(set(operands) - set(OPERANDS))
-    if unknown:
-        raise InvalidInputError(
-            f"sdp: unknown operand(s) {', '.join(unknown)}; known: {', '.join(OPERANDS)}"
-        )
+    operands = known_operands(operands)
     if regs.proc_precision is Precision.FP16:
-        return _sdp_fp16(x, regs, operands, (lut_le, lut_lo))
+        return sdp_fp16(x, regs, operands=operands, lut_le=lut_le, lut_lo=lut_lo)
     xa = _checked(x, "X", 32)
-    zeros = np.zeros((), dtype=np.int64)  # broadcasts like a per-element zero operand
-    mem = {
-        n: _checked(operands[n], n, 16, xa.shape) if operands.get(n) is not None else zeros
-        for n in OPERANDS
-    }
+    zero = np.zeros((), dtype=np.int64)  # broadcasts like a per-element zero operand
+    mem = memory_operands(operands, lambda a, n: _checked(a, n, 16, xa.shape), zero)
     v = x_unit(xa, regs.x_unit("BS"), mem["BS_ALU"], mem["BS_MUL"])
     v = x_unit(v, regs.x_unit("BN"), mem["BN_ALU"], mem["BN_MUL"])
-    counts = dict.fromkeys(("LUT_UFLOW", "LUT_OFLOW", "LUT_HYBRID", "LUT_LE_HIT", "LUT_LO_HIT"), 0)
+    counts = dict.fromkeys(SDP_COUNTERS, 0)
     if not regs.EW_BYPASS:
         yu = regs.y_unit()
         v = y_unit(v, yu, mem["EW_ALU"], mem["EW_MUL"])
@@ -186,13 +136,7 @@ def sdp(
             le, lo = check_tables(lut_le, lut_lo, "sdp")
             out = sdp_lut(v, le, lo, regs.lut())
             v = out.y
-            counts = {
-                "LUT_UFLOW": int(np.count_nonzero(out.kind == UFLOW)),
-                "LUT_OFLOW": int(np.count_nonzero(out.kind == OFLOW)),
-                "LUT_HYBRID": int(np.count_nonzero(out.kind == HIT)),
-                "LUT_LE_HIT": int(np.count_nonzero(out.le_kind == HIT)),
-                "LUT_LO_HIT": int(np.count_nonzero(out.lo_kind == HIT)),
-            }
+            counts = sdp_counts(out.kind, out.le_kind, out.lo_kind)
     return SdpResult(**_int_output(v, regs), **counts)
 
 
@@ -222,58 +166,3 @@ def _int_output(v: np.ndarray, regs: SdpRegisters) -> dict:
         "STATUS_NAN_OUTPUT_NUM": nan_outputs(y) if fp16_out else 0,
         "fp16": fp16_out,
     }
-
-
-def _fp16_words(a, name: str, shape=None) -> np.ndarray:
-    """fp16 data as uint16 bit patterns (:func:`fp16_bit_patterns`), shape checked."""
-    words = fp16_bit_patterns(a, f"sdp: {name} in FP16 mode")
-    if shape is not None:
-        _checked(np.zeros(words.shape, np.int8), name, 8, shape)  # the shape check only
-    return words.astype(np.uint16)
-
-
-def _fp16_input(x) -> np.ndarray:
-    """X in FP16 mode: fp16 words from memory (float16: uint16 patterns) or fp32 words from
-    CACC (float32: uint32 patterns)."""
-    arr = np.asarray(x)
-    if arr.dtype == np.float32:
-        return arr.view(np.uint32)
-    if arr.dtype in (np.float16, np.uint16):
-        return arr.view(np.uint16)
-    if arr.dtype == np.uint32:
-        return arr
-    raise InvalidInputError(
-        f"sdp: X must be float16 (fp16 words from memory) or float32 (fp32 words from CACC) "
-        f"when PROC_PRECISION = FP16, got {arr.dtype}"
-    )
-
-
-def _sdp_fp16(x, regs: SdpRegisters, operands: Mapping, lut: tuple) -> SdpResult:
-    """The FP16 pipeline (:mod:`.fp16.sdp`)."""
-    xa = _fp16_input(x)
-    zeros = np.zeros((), dtype=np.uint16)
-    mem = {
-        n: _fp16_words(operands[n], n, xa.shape) if operands.get(n) is not None else zeros
-        for n in OPERANDS
-    }
-    tables = (None, None)
-    if regs.lut_active:
-        words = [None if t is None else _fp16_words(t, "LUT table").view(np.int16) for t in lut]
-        tables = check_tables(*words, "sdp")
-    v, counts = run_fp16(xa, regs, mem, tables)
-    y = output_fp16(v, regs)
-    unequal = 0
-    if regs.compare_mode:
-        y = wrap(v, 16).astype(np.int16)
-        unequal = int(np.any(y != 0))
-    fp16_out = regs.out_precision is Precision.FP16
-    return SdpResult(
-        y=np.asarray(y, dtype=np.int16),
-        OUT_SATURATION=saturated_fp16(y) if fp16_out else 0,
-        STATUS_UNEQUAL=unequal,
-        STATUS_NAN_INPUT_NUM=counts.nan_input,
-        STATUS_INF_INPUT_NUM=counts.inf_input,
-        STATUS_NAN_OUTPUT_NUM=nan_outputs(y) if fp16_out else 0,
-        fp16=True,
-        **counts.lut,
-    )

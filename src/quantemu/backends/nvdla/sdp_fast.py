@@ -40,7 +40,7 @@ from quantemu.backends.nvdla.registers import (
     XUnit,
     YUnit,
 )
-from quantemu.backends.nvdla.sdp import SdpResult
+from quantemu.backends.nvdla.results import SdpResult
 from quantemu.intmath import wrap
 
 I32_LO, I32_HI = -(1 << 31), (1 << 31) - 1

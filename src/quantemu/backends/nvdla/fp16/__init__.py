@@ -26,6 +26,7 @@ from quantemu.backends.nvdla.fp16.cdp import cdp_fp16, cdp_window_fp16
 from quantemu.backends.nvdla.fp16.cmac import booth_fp16, cmac_cell_fp16
 from quantemu.backends.nvdla.fp16.lut_program import lrn_fp16_lut, sdp_fp16_lut
 from quantemu.backends.nvdla.fp16.pdp import pdp_fp16
+from quantemu.backends.nvdla.fp16.sdp import sdp_fp16
 
 __all__ = [
     "booth_fp16",
@@ -38,5 +39,6 @@ __all__ = [
     "conv_fp16_grouped",
     "lrn_fp16_lut",
     "pdp_fp16",
+    "sdp_fp16",
     "sdp_fp16_lut",
 ]

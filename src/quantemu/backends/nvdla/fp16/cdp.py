@@ -30,9 +30,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from quantemu.backends.nvdla.cdp import HALO, CdpResult, lut_counts
-from quantemu.backends.nvdla.lut import HIT, OFLOW, UFLOW, select_lo
+from quantemu.backends.nvdla.halo import HALO, halo_outputs, with_halo
+from quantemu.backends.nvdla.lut import HIT, LE_DEPTH, LO_DEPTH, OFLOW, UFLOW, cdp_counts, select_lo
 from quantemu.backends.nvdla.registers import CdpRegisters, LeFunction
+from quantemu.backends.nvdla.results import CdpResult
 from quantemu.errors import InvalidInputError
 from quantemu.intmath.nvdla_float import (
     fp16_bit_patterns,
@@ -50,7 +51,6 @@ from quantemu.intmath.nvdla_float import (
 )
 
 _I = np.int64
-LE_DEPTH, LO_DEPTH = 65, 257
 CDP_FRAC_BITS = 16  # the CDP LUT's fraction width (FpFractionToFloat<16,6,10>)
 
 
@@ -160,14 +160,9 @@ def cdp_window_fp16(x, regs: CdpRegisters, lut_le, lut_lo, *, axis: int = -1) ->
     ``axis``; the tables are 65 and 257 fp16 values. ``y`` holds the output fp16 words as int16.
     """
     xa = np.moveaxis(fp16_words(x, "X"), axis, -1)
-    if xa.ndim == 0 or xa.shape[-1] <= 2 * HALO:
-        raise InvalidInputError(
-            f"cdp: X needs C + 8 > 8 channels along axis {axis} (a 4-channel halo on each side "
-            f"of C outputs), got shape {np.shape(x)}"
-        )
+    n_out = halo_outputs(xa, axis, np.shape(x))
     le = fp16_words(lut_le, "LUT_LE", (LE_DEPTH,))
     lo = fp16_words(lut_lo, "LUT_LO", (LO_DEPTH,))
-    n_out = xa.shape[-1] - 2 * HALO
     x17 = fp16_to_fp17_nvdla(xa).astype(_I)
     x32 = fp17_to_fp32_nvdla(x17).astype(_I)
     r, le_kind, lo_kind = lut_fp16(square_sum(x32, regs, n_out), regs, le, lo)
@@ -178,12 +173,11 @@ def cdp_window_fp16(x, regs: CdpRegisters, lut_le, lut_lo, *, axis: int = -1) ->
     else:
         o17 = fp17_mul_rne_nvdla(c17, r)
     y = fp17_to_fp16_rne_sat_nvdla(o17).view(np.int16)
-    return CdpResult(y=np.moveaxis(y, -1, axis), OUT_SATURATION=0, **lut_counts(le_kind, lo_kind))
+    return CdpResult(y=np.moveaxis(y, -1, axis), OUT_SATURATION=0, **cdp_counts(le_kind, lo_kind))
 
 
 def cdp_fp16(x, regs: CdpRegisters, lut_le, lut_lo, *, axis: int = 0) -> CdpResult:
     """LRN of a cube in FP16 (channels along ``axis``); channels beyond the edges are +0."""
     xa = np.moveaxis(fp16_words(x, "X"), axis, -1).astype(np.uint16)
-    padded = np.pad(xa, [(0, 0)] * (xa.ndim - 1) + [(HALO, HALO)], constant_values=0)
-    r = cdp_window_fp16(padded, regs, lut_le, lut_lo)
+    r = cdp_window_fp16(with_halo(xa, 0), regs, lut_le, lut_lo)
     return CdpResult(np.moveaxis(r.y, -1, axis), **r.counters())

@@ -17,18 +17,43 @@ cmod's own (:mod:`quantemu.intmath.nvdla_float`), not IEEE 754. In order (cmod `
    fp17 interpolation (hits) or the slope line from START/END (under/overflow).
 5. Output: ``Fp32ToFp16``, then ``Fp16ToInt16`` for INT16 output (a double rounding); compare
    mode gives the low 16 bits of the EW word.
+
+:func:`sdp_fp16` runs them (what :func:`~quantemu.backends.nvdla.sdp.sdp` does for
+``PROC_PRECISION = FP16``); the NaN and ±65504 word counts serve the integer pipeline's FP16
+output too.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-from quantemu.backends.nvdla.lut import OFLOW, UFLOW, classify, select_lo
-from quantemu.backends.nvdla.registers import AluAlgo, LeFunction, OperandSource, SdpRegisters
-from quantemu.backends.nvdla.registers.types import Precision
+from quantemu.backends.nvdla.lut import (
+    LE_DEPTH,
+    LO_DEPTH,
+    OFLOW,
+    SDP_COUNTERS,
+    UFLOW,
+    check_tables,
+    classify,
+    sdp_counts,
+    select_lo,
+)
+from quantemu.backends.nvdla.operands import check_shape, known_operands, memory_operands
+from quantemu.backends.nvdla.registers import (
+    AluAlgo,
+    LeFunction,
+    OperandSource,
+    Precision,
+    SdpRegisters,
+)
+from quantemu.backends.nvdla.results import SdpResult
+from quantemu.errors import InvalidInputError
+from quantemu.intmath import wrap
 from quantemu.intmath.nvdla_float import (
+    fp16_bit_patterns,
     fp16_to_fp17_nvdla,
     fp16_to_fp32_nvdla,
     fp16_to_int16_round_half_away_sat_nvdla,
@@ -49,7 +74,6 @@ from quantemu.intmath.nvdla_float import (
 )
 
 _I = np.int64
-LE_DEPTH, LO_DEPTH = 65, 257
 FRAC_ONE = 1 << 35  # the LUT fraction's unit (yLutFracSize = 35)
 FP17_ONE = 0x7C00  # 1.0 in fp17 (bias 31)
 
@@ -148,18 +172,13 @@ def _index(d: np.ndarray, depth: int, *, exponent_offset: int | None, select: in
 
 def _select(le, lo, cfg):
     """The table choice (``sdp_y_idx.cpp``; the INT pipeline's rule, :func:`..lut.select_lo`):
-    ``(lo_chosen, uflow, oflow, index, fraction)`` per element."""
+    ``(lo_chosen, kinds, index, fraction)`` per element, ``kinds`` the picked table's, LE's and
+    LO's classification."""
     (le_u, le_o, le_i, le_f), (lo_u, lo_o, lo_i, lo_f) = le, lo
     le_kind, lo_kind = classify(le_u, le_o), classify(lo_u, lo_o)
     lo_chosen = select_lo(le_kind, lo_kind, cfg)
-    kind = np.where(lo_chosen, lo_kind, le_kind)
-    return (
-        lo_chosen,
-        kind == UFLOW,
-        kind == OFLOW,
-        np.where(lo_chosen, lo_i, le_i),
-        np.where(lo_chosen, lo_f, le_f),
-    )
+    kinds = (np.where(lo_chosen, lo_kind, le_kind), le_kind, lo_kind)
+    return lo_chosen, kinds, np.where(lo_chosen, lo_i, le_i), np.where(lo_chosen, lo_f, le_f)
 
 
 def lut_fp16(v, regs: SdpRegisters, le_table, lo_table) -> tuple[np.ndarray, dict]:
@@ -179,7 +198,8 @@ def lut_fp16(v, regs: SdpRegisters, le_table, lo_table) -> tuple[np.ndarray, dic
         exponent_offset=None,
         select=cfg.lo_index_select,
     )
-    lo_chosen, uflow, oflow, index, frac = _select(le, lo, cfg)
+    lo_chosen, kinds, index, frac = _select(le, lo, cfg)
+    uflow, oflow = kinds[0] == UFLOW, kinds[0] == OFLOW
     tables = np.concatenate([np.asarray(le_table, _I), np.asarray(lo_table, _I)]) & 0xFFFF
     base = np.where(lo_chosen, LE_DEPTH, 0)
     y0 = tables[base + index]
@@ -187,14 +207,7 @@ def lut_fp16(v, regs: SdpRegisters, le_table, lo_table) -> tuple[np.ndarray, dic
     y1 = tables[base + np.where(flow, index, index + 1)]
     hit_out = _interpolate(frac, y0, y1)
     flow_out = _slope(v, y0, (lo_chosen, uflow, oflow), regs, exponent)
-    counts = {
-        "LUT_UFLOW": int(np.count_nonzero(uflow)),
-        "LUT_OFLOW": int(np.count_nonzero(oflow)),
-        "LUT_HYBRID": int(np.count_nonzero(~flow)),
-        "LUT_LE_HIT": int(np.count_nonzero(~(le[0] | le[1]))),
-        "LUT_LO_HIT": int(np.count_nonzero(~(lo[0] | lo[1]))),
-    }
-    return np.where(flow, flow_out, hit_out), counts
+    return np.where(flow, flow_out, hit_out), sdp_counts(*kinds)
 
 
 def _interpolate(frac, y0, y1) -> np.ndarray:
@@ -248,9 +261,7 @@ def run_fp16(x, regs: SdpRegisters, mem: dict, lut: tuple) -> tuple[np.ndarray, 
         v = np.where(_nan32(v), 0, v)
     v = x_unit_fp16(v, regs, "BS", mem, nan_to_zero)
     v = x_unit_fp16(v, regs, "BN", mem, nan_to_zero)
-    lut_counts = dict.fromkeys(
-        ("LUT_UFLOW", "LUT_OFLOW", "LUT_HYBRID", "LUT_LE_HIT", "LUT_LO_HIT"), 0
-    )
+    lut_counts = dict.fromkeys(SDP_COUNTERS, 0)
     if not regs.EW_BYPASS:
         v = y_unit_fp16(v, regs, mem, nan_to_zero)
         if not regs.EW_LUT_BYPASS:
@@ -275,3 +286,72 @@ def nan_outputs(y: np.ndarray) -> int:
 def saturated_fp16(y: np.ndarray) -> int:
     """``OUT_SATURATION`` for FP16 output: words equal to ±65504 (``& 0x7fff == 0x7bff``)."""
     return int(np.count_nonzero((np.asarray(y).astype(_I) & 0x7FFF) == 0x7BFF))
+
+
+def _words(a, name: str, shape=None) -> np.ndarray:
+    """fp16 data as uint16 bit patterns (:func:`fp16_bit_patterns`), shape checked."""
+    words = fp16_bit_patterns(a, f"sdp: {name} in FP16 mode")
+    if shape is not None:
+        check_shape(words.shape, name, shape)
+    return words.astype(np.uint16)
+
+
+def _input(x) -> np.ndarray:
+    """X in FP16 mode: fp16 words from memory (float16: uint16 patterns) or fp32 words from
+    CACC (float32: uint32 patterns)."""
+    arr = np.asarray(x)
+    if arr.dtype == np.float32:
+        return arr.view(np.uint32)
+    if arr.dtype in (np.float16, np.uint16):
+        return arr.view(np.uint16)
+    if arr.dtype == np.uint32:
+        return arr
+    raise InvalidInputError(
+        f"sdp: X must be float16 (fp16 words from memory) or float32 (fp32 words from CACC) "
+        f"when PROC_PRECISION = FP16, got {arr.dtype}"
+    )
+
+
+def sdp_fp16(
+    x,
+    regs: SdpRegisters,
+    *,
+    operands: Mapping[str, np.ndarray] | None = None,
+    lut_le=None,
+    lut_lo=None,
+) -> SdpResult:
+    """The SDP with ``PROC_PRECISION = FP16`` (steps 1-5), what
+    :func:`~quantemu.backends.nvdla.sdp.sdp` runs for it: ``x`` is fp16 words from memory
+    (float16, or raw uint16) or the fp32 words CACC sends (float32, or raw uint32); the
+    ``operands`` (named as for ``sdp``) and the LUT tables are fp16. ``y`` is the output word.
+    """
+    operands = known_operands(operands)
+    if regs.proc_precision is not Precision.FP16:
+        raise InvalidInputError(
+            f"sdp_fp16: PROC_PRECISION = {regs.PROC_PRECISION}, not 2 (FP16); sdp() runs either"
+        )
+    xa = _input(x)
+    mem = memory_operands(operands, lambda a, n: _words(a, n, xa.shape), np.zeros((), np.uint16))
+    tables = (None, None)
+    if regs.lut_active:
+        words = [
+            None if t is None else _words(t, "LUT table").view(np.int16) for t in (lut_le, lut_lo)
+        ]
+        tables = check_tables(*words, "sdp")
+    v, counts = run_fp16(xa, regs, mem, tables)
+    y = output_fp16(v, regs)
+    unequal = 0
+    if regs.compare_mode:
+        y = wrap(v, 16).astype(np.int16)
+        unequal = int(np.any(y != 0))
+    fp16_out = regs.out_precision is Precision.FP16
+    return SdpResult(
+        y=np.asarray(y, dtype=np.int16),
+        OUT_SATURATION=saturated_fp16(y) if fp16_out else 0,
+        STATUS_UNEQUAL=unequal,
+        STATUS_NAN_INPUT_NUM=counts.nan_input,
+        STATUS_INF_INPUT_NUM=counts.inf_input,
+        STATUS_NAN_OUTPUT_NUM=nan_outputs(y) if fp16_out else 0,
+        fp16=True,
+        **counts.lut,
+    )

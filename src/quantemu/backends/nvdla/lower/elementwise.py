@@ -117,7 +117,7 @@ def _constant_codes(value: np.ndarray) -> tuple[np.ndarray, float]:
     return q.reshape(value.shape), s
 
 
-def _main_index(ctx: NvdlaContext, node: Node) -> int:
+def main_index(ctx: NvdlaContext, node: Node) -> int:
     """The input whose shape is the output's (the other one is broadcast as the operand)."""
     out_shape = ctx.shape(node.outputs[0])
     for i in (0, 1):
@@ -131,7 +131,7 @@ def _main_index(ctx: NvdlaContext, node: Node) -> int:
 
 def lower_ew(ctx: NvdlaContext, node: Node) -> EwLayer:
     """Add / Sub / Mul of two tensors (or a tensor and a constant) on SDP Y."""
-    main = _main_index(ctx, node)
+    main = main_index(ctx, node)
     other = node.inputs[1 - main]
     constant = ctx.const(other)
     if constant is not None:

@@ -40,7 +40,7 @@ from quantemu.program import Layer
 from quantemu.program.lowering import Rule, RuleTable
 
 
-def _located(rule: Rule) -> Rule:
+def located(rule: Rule) -> Rule:
     """``rule`` whose input errors name the node (those from the context already say where)."""
 
     @functools.wraps(rule)
@@ -80,7 +80,7 @@ _RULES: dict[str, Rule] = {
 
 #: The NVDLA lowering: every rule, the CPU float fallback, the unsupported-op error.
 RULES: RuleTable[NvdlaContext] = RuleTable(
-    rules={op: _located(rule) for op, rule in _RULES.items()},
+    rules={op: located(rule) for op, rule in _RULES.items()},
     fallback=float_fallback,
     fallback_ops=CPU_OPS,
     unsupported=NvdlaContext.unsupported,

@@ -21,7 +21,8 @@ from quantemu.backends.nvdla.lower.context import NvdlaContext, exact_split, f32
 from quantemu.backends.nvdla.lut_program import LutProgram
 from quantemu.backends.nvdla.quantize import ScaleSplit, split_scale
 from quantemu.backends.nvdla.registers import AluAlgo, OperandSource, SdpRegisters
-from quantemu.backends.nvdla.sdp import SdpResult, sdp
+from quantemu.backends.nvdla.results import SdpResult
+from quantemu.backends.nvdla.sdp import sdp
 from quantemu.backends.nvdla.sdp_fast import Fallback, SdpPlan
 from quantemu.errors import UnsupportedError
 from quantemu.graph.ir import Node

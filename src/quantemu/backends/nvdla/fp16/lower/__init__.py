@@ -49,7 +49,7 @@ from quantemu.backends.nvdla.lower.context import NvdlaContext
 from quantemu.backends.nvdla.lower.fallback import CPU_OPS, float_fallback
 from quantemu.backends.nvdla.lower.layout import LAYOUT_OPS, lower_layout
 from quantemu.backends.nvdla.lower.options import Options
-from quantemu.backends.nvdla.lower.rules import _located
+from quantemu.backends.nvdla.lower.rules import located
 from quantemu.backends.recurrent_refusals import recurrent_refusals
 from quantemu.graph.ir import Graph
 from quantemu.program import FP16, Fp16Encoding, Layer, LoweredModel
@@ -117,7 +117,7 @@ _RULES = {
 
 #: The FP16 lowering: every rule, the CPU float fallback, the refusals.
 RULES_FP16: RuleTable[Fp16Context] = RuleTable(
-    rules={op: _located(_noted(rule)) for op, rule in _RULES.items()},
+    rules={op: located(_noted(rule)) for op, rule in _RULES.items()},
     fallback=float_fallback,
     fallback_ops=CPU_OPS,
     unsupported=NvdlaContext.unsupported,

@@ -30,7 +30,7 @@ from quantemu.backends.nvdla.fp16.lower.sdp import (
     fp16_words,
     run_passes,
 )
-from quantemu.backends.nvdla.lower.elementwise import _main_index
+from quantemu.backends.nvdla.lower.elementwise import main_index
 from quantemu.backends.nvdla.registers import AluAlgo, OperandSource
 from quantemu.graph.ir import Node
 from quantemu.program import Encoding, Layer, LayerOutput, QTensor
@@ -79,7 +79,7 @@ def _sub_passes(main: int, constant: bool) -> tuple[list[dict], str]:
 
 def lower_ew_fp16(ctx: LoweringContext, node: Node) -> Fp16EwLayer:
     """Add / Sub / Mul of two tensors (or a tensor and a constant) on the FP16 SDP."""
-    main = _main_index(ctx, node)
+    main = main_index(ctx, node)
     other = node.inputs[1 - main]
     value = ctx.const(other)
     constant = None if value is None else fp16_words(value)

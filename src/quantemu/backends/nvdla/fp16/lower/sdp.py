@@ -1,13 +1,13 @@
 """SDP passes of the FP16 lowering: registers with ``PROC/OUT_PRECISION = 2`` and fp16 operands.
 
-An :class:`Fp16Pass` is one SDP pass in FP16 (:mod:`~quantemu.backends.nvdla.fp16.sdp`): its
-registers, and its per-channel operands as fp16 words (bias, batch-norm scale and offset, PReLU
-slopes) that :func:`~quantemu.backends.nvdla.sdp` reads from memory along the channel axis. The
-input is fp16 words from memory (``uint16``) or the fp32 words CACC sends (``uint32``); the
-output is fp16 words. :func:`activation_fields` programs a fused activation into the units a
-pass leaves free: ReLU in BN's ReLU, LeakyRelu as BN's PReLU multiply by the register slope,
-Clip as BN ALU MAX (the lower bound, an fp16 register) then EW ALU MIN (the upper bound, an fp32
-register). :class:`Fp16SdpLayer` is a layer made of such passes over one fp16 input.
+An :class:`Fp16Pass` is one SDP pass in FP16 (:func:`~quantemu.backends.nvdla.fp16.sdp.sdp_fp16`):
+its registers, and its per-channel operands as fp16 words (bias, batch-norm scale and offset,
+PReLU slopes) that the SDP reads from memory along the channel axis. The input is fp16 words from
+memory (``uint16``) or the fp32 words CACC sends (``uint32``); the output is fp16 words.
+:func:`activation_fields` programs a fused activation into the units a pass leaves free: ReLU in
+BN's ReLU, LeakyRelu as BN's PReLU multiply by the register slope, Clip as BN ALU MAX (the lower
+bound, an fp16 register) then EW ALU MIN (the upper bound, an fp32 register).
+:class:`Fp16SdpLayer` is a layer made of such passes over one fp16 input.
 """
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ from types import MappingProxyType
 
 import numpy as np
 
+from quantemu.backends.nvdla.fp16.sdp import sdp_fp16
 from quantemu.backends.nvdla.lower.sdp import lut_counters
 from quantemu.backends.nvdla.registers import AluAlgo, OperandSource, SdpRegisters
 from quantemu.backends.nvdla.registers.types import Precision
-from quantemu.backends.nvdla.sdp import SdpResult, sdp
+from quantemu.backends.nvdla.results import SdpResult
 from quantemu.errors import UnsupportedError
 from quantemu.graph.ir import Attrs
 from quantemu.program import Encoding, Layer, LayerOutput, QTensor
@@ -72,7 +73,7 @@ class Fp16Pass:
         operands = {k: v.reshape(shape) for k, v in self.channel_operands.items()}
         operands.update(element or {})
         le, lo = self.lut if self.lut is not None else (None, None)
-        return sdp(x, self.regs, operands=operands, lut_le=le, lut_lo=lo)
+        return sdp_fp16(x, self.regs, operands=operands, lut_le=le, lut_lo=lo)
 
 
 def run_passes(passes: Sequence[Fp16Pass], x: np.ndarray, element=None):
