@@ -24,7 +24,7 @@ from quantemu.intmath.int8_engine import (
     zero_point,
 )
 
-__all__ = ["ArrayCache", "GemmEngine", "matmul_exact"]
+__all__ = ["ArrayCache", "GemmEngine", "frozen", "matmul_exact"]
 
 F32_EXACT = 2**24  # float32 holds every integer of magnitude <= 2**24
 F64_EXACT = 2**53  # float64: every integer of magnitude <= 2**53
