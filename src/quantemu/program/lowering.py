@@ -54,6 +54,9 @@ class LoweringContext:
     options: LoweringOptions
     encodings: dict[str, Encoding] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        """A subclass checks what it was given here (the options it reads, say)."""
+
     def const(self, name: str) -> np.ndarray | None:
         """The initializer ``name``, or None for a run-time tensor (or an absent input)."""
         return self.graph.initializers.get(name) if name else None

@@ -55,6 +55,18 @@ class LoweringOptions:
         return cls(**typed)
 
     @classmethod
+    def checked(cls: type[T], options: Any) -> T:
+        """``options`` itself, which a backend's ``lower()`` requires to be typed already (a
+        run's plan types them once); anything else is an error saying how to type it."""
+        if not isinstance(options, cls):
+            raise InvalidInputError(
+                f"{cls.backend or cls.__name__} lower() takes typed options, got "
+                f"{type(options).__name__}; pass {cls.__module__}.{cls.__name__}.from_mapping"
+                "({...}) (quantemu.compile types keyword options itself)"
+            )
+        return options
+
+    @classmethod
     def typed_value(cls, name: str, value: Any) -> Any:
         """``value`` of option ``name`` typed as :meth:`from_mapping` types it (to compare two
         values given for one option); ``value`` as it is for a name that is not an option."""

@@ -32,9 +32,10 @@ def header(options: Options) -> dict[str, str]:
     }
 
 
-def lower(graph: Graph, ranges, options: Options | None = None, **kwargs) -> LoweredModel:
-    """Lower an optimized ``graph`` with ``ranges`` onto TFLite's reference kernels."""
-    opts = options if isinstance(options, Options) else Options.from_mapping(kwargs)
+def lower(graph: Graph, ranges, options: Options) -> LoweredModel:
+    """Lower an optimized ``graph`` with ``ranges`` and typed ``options`` onto TFLite's
+    reference kernels."""
+    opts = Options.checked(options)
     ctx = TfliteContext(graph, ranges, opts)
     input_encodings = {info.name: ctx.input_encoding(info.name) for info in graph.inputs}
     return LoweredModel("tflite", input_encodings, RULES.lower_graph(ctx), header(opts))

@@ -15,7 +15,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from quantemu.backends.tflite.lower.options import Options
+from quantemu.backends.tflite.lower.options import TfliteFamilyOptions
 from quantemu.backends.tflite.quantize import (
     FIXED_OUTPUT,
     activation_params,
@@ -42,10 +42,20 @@ SAME_SCALE = ("Concat", "Min", "Max")
 
 
 class TfliteContext(LoweringContext):
-    """The ``tflite`` lowering context (module docstring); ``options`` is an :class:`Options`."""
+    """The ``tflite`` lowering context (module docstring); ``options``: ``tflite``'s
+    :class:`~quantemu.backends.tflite.lower.options.Options`, or the options of another target
+    of the TFLite family, which supply :class:`TfliteFamilyOptions`."""
 
     backend: ClassVar[str] = "tflite"
-    options: Options
+    options: TfliteFamilyOptions  # tflite's Options, or a TFLite-family target's own
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.options, TfliteFamilyOptions):
+            raise TypeError(
+                f"{type(self).__name__}: {type(self.options).__name__} lacks what the tflite "
+                "rules read (kernel_runtime, inplace_calibration, fc_first_channel_scale: "
+                "TfliteFamilyOptions)"
+            )
 
     def encoding(self, name: str) -> LinearEncoding:
         """The int8 encoding of tensor ``name`` (the model's, else calibrated), derived once."""

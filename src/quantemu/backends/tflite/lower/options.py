@@ -9,11 +9,38 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import ClassVar
+from typing import ClassVar, Protocol, runtime_checkable
 
 from quantemu.backends.tflite.params import TfliteRuntime
 from quantemu.errors import UnsupportedError
 from quantemu.program.options import LoweringOptions
+
+
+@runtime_checkable
+class TfliteFamilyOptions(Protocol):
+    """What the options of a target built on TFLite's kernels supply to the ``tflite`` rules.
+
+    The rules (``tflite/lower/rules.py`` and its neighbours) run unchanged for every target of
+    the TFLite family (``tflite`` itself; ``xs3``, whose xcore-opt path leaves TFLite-Micro
+    kernels in the model): they read the target's choices through these three properties only,
+    and :class:`~quantemu.backends.tflite.lower.context.TfliteContext` refuses options that
+    lack one. ARCHITECTURE.md ("The TFLite family") says how a new target supplies them.
+    """
+
+    @property
+    def kernel_runtime(self) -> TfliteRuntime:
+        """Which runtime's kernels and Prepare-time derivations the builtin operators follow
+        (LiteRT's reference kernels or TFLite-Micro's)."""
+
+    @property
+    def inplace_calibration(self) -> bool:
+        """Whether the ranges were observed as TensorFlow's calibrator logs them where LiteRT's
+        float ADD/SUB/MUL write their output into an input's buffer."""
+
+    @property
+    def fc_first_channel_scale(self) -> bool:
+        """Whether per-channel FULLY_CONNECTED weights run with channel 0's scale for every
+        channel (XMOS's runtime)."""
 
 
 class KernelSet(Enum):
