@@ -19,9 +19,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import quantemu
-from quantemu.backends.xs3.lower.compiled import XcConvCompiledLayer
-from quantemu.backends.xs3.lower.compiled_layers import XcAddLayer, XcMeanLayer, XcMulLayer
-from quantemu.backends.xs3.lower.xformer import XcConv2dLayer
+from quantemu.backends.xs3.xformer.lower.compiled import XcConvCompiledLayer
+from quantemu.backends.xs3.xformer.lower.compiled_layers import XcAddLayer, XcMeanLayer, XcMulLayer
+from quantemu.backends.xs3.xformer.lower.conv import XcConv2dLayer
 from quantemu.backends.xs3.xformer.mul import XcMulParams
 from quantemu.backends.xs3.xformer.reference import mul_elementwise
 from quantemu.errors import UnsupportedError

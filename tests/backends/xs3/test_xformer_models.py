@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import quantemu
-from quantemu.backends.xs3.lower.xformer import XcConv2dLayer
+from quantemu.backends.xs3.xformer.lower.conv import XcConv2dLayer
 from quantemu.graph.tflite_import import nhwc_view
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "models_xs3_public"

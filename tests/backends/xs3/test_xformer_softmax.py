@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from tests.strategies import signed_ints
 
 import quantemu
-from quantemu.backends.xs3.lower.xformer_softmax import XcSoftmaxLayer, _kept_because
 from quantemu.backends.xs3.xformer import reference as ref
+from quantemu.backends.xs3.xformer.lower.softmax import XcSoftmaxLayer, _kept_because
 from quantemu.backends.xs3.xformer.softmax import expf_glibc, softmax_exp_table, xc_softmax
 from quantemu.errors import InvalidInputError
 from quantemu.graph.tflite_import import NCHW_KEY

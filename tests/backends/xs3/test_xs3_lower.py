@@ -16,7 +16,7 @@ from quantemu.backends.tflite.quantize import (
     quantize_bias,
     quantize_weights,
 )
-from quantemu.backends.xs3.lower import lower
+from quantemu.backends.xs3.lower.toolchains import lower
 from quantemu.calibration.ranges import CalibrationRanges, TensorRange
 from quantemu.data import demo_dataset, demo_model_path
 from quantemu.errors import InvalidInputError, UnsupportedError
@@ -542,7 +542,7 @@ def test_batched_fully_connected_equals_one_call_per_row():
 
 
 def test_long_dot_products_are_exact_in_float32_chunks():
-    from quantemu.backends.xs3.accumulation import exact_gemm
+    from quantemu.backends.xs3.bso.accumulation import exact_gemm
 
     n = 3 * 1024 + 17  # four chunks
     a = np.full((3, n), -128, np.int64)

@@ -10,7 +10,7 @@ from xs3_strategies import bso_tensors, int8_arrays, windows
 
 from quantemu.backends import xs3
 from quantemu.backends.xs3 import ConvParams, Model, OutputOptions, Window, YParams
-from quantemu.backends.xs3 import reference as ref
+from quantemu.backends.xs3.bso import reference as ref
 
 MODELS = st.sampled_from([Model.HOST_REFERENCE, Model.DEVICE])
 FEW = settings(max_examples=40, deadline=None)

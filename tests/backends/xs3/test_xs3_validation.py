@@ -375,7 +375,7 @@ def test_adapter_errors():
 
 
 def test_dot_products_too_long_for_an_exact_gemm():
-    from quantemu.backends.xs3.accumulation import gemm_dtype
+    from quantemu.backends.xs3.bso.accumulation import gemm_dtype
     from quantemu.errors import UnsupportedError
 
     assert gemm_dtype(1024) is np.float32 and gemm_dtype(1025) is np.float64

@@ -19,7 +19,7 @@ class Xs3Context(TfliteContext):
     """The XS3 lowering context (see the module docstring); ``options`` is an :class:`Options`.
 
     ``absorbed``: nodes xcore-opt fuses into the convolution before them
-    (:mod:`.xformer_fuse`); their rules only pass the codes on.
+    (:mod:`quantemu.backends.xs3.xformer.lower.fuse`); their rules only pass the codes on.
     """
 
     backend: ClassVar[str] = "xs3"

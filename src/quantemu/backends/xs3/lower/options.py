@@ -13,7 +13,7 @@ from enum import Enum
 from typing import ClassVar
 
 from quantemu.backends.tflite.params import TfliteRuntime
-from quantemu.backends.xs3.params import Model, OutputOptions
+from quantemu.backends.xs3.bso.params import Model, OutputOptions
 from quantemu.backends.xs3.xformer.output_transform import DEFAULT_ERR_THRESHOLD
 from quantemu.backends.xs3.xformer.runtime import VlashrRounding
 from quantemu.errors import InvalidInputError
@@ -36,7 +36,7 @@ class Toolchain(Enum):
 class Options(LoweringOptions):
     """The lowering options (``quantemu.compile(..., backend="xs3", **options)``).
 
-    ``model``: :class:`~quantemu.backends.xs3.params.Model` (or its string value),
+    ``model``: :class:`~quantemu.backends.xs3.bso.params.Model` (or its string value),
     ``host_reference`` (default, what every conformance vector pins) or ``device``.
     ``symmetric_saturation``: lib_nn built with ``CONFIG_SYMMETRIC_SATURATION_*`` = 1, so int8
     outputs of the lib_nn operators lie in [-127, 127] (default False: [-128, 127]).

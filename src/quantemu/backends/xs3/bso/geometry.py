@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from quantemu.backends.xs3.params import ConvParams
+from quantemu.backends.xs3.bso.params import ConvParams
 from quantemu.errors import InvalidInputError
 from quantemu.intmath import sliding_windows
 
@@ -68,7 +68,7 @@ def patches(x: np.ndarray, params: ConvParams, dtype) -> np.ndarray:
     touches: rows ``start_row .. start_row + stride_v*(Y_h-1) + K_h`` (likewise columns), padded
     with ``zero_point`` where they leave the image and cropped where they stay inside it.
 
-    >>> from quantemu.backends.xs3.params import Window, YParams
+    >>> from quantemu.backends.xs3.bso.params import Window, YParams
     >>> p = ConvParams(9, Window(2, 2, -1, 0, 1, 1), YParams(2, 1, 1))
     >>> patches(np.arange(4, dtype=np.int8).reshape(2, 2, 1), p, np.int8)[..., 0].tolist()
     [[[[9, 9], [0, 1]]], [[[0, 1], [2, 3]]]]
@@ -100,7 +100,7 @@ def padded_row_order(x_h: int, params: ConvParams) -> np.ndarray:
     rows above the image (ascending), then rows below it (ascending), then the rows inside the
     image (ascending) (``xs3.md`` 6.1). Without padding rows this is ``0, 1, ..., K_h-1``.
 
-    >>> from quantemu.backends.xs3.params import Window, YParams
+    >>> from quantemu.backends.xs3.bso.params import Window, YParams
     >>> p = ConvParams(0, Window(4, 1, -1, 0, 1, 1), YParams(2, 1, 4))
     >>> padded_row_order(2, p).tolist()
     [[0, 3, 1, 2], [2, 3, 0, 1]]

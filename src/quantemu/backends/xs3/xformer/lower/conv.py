@@ -1,16 +1,15 @@
-"""XS3 as xcore-opt 1.4.2 (xformer) builds a model: ``XC_conv2d_v2`` for convolutions.
+"""Convolutions as xcore-opt 1.4.2 builds them: ``XC_conv2d_v2``, or the TFLite op it reverts to.
 
-The TFLite int8 view of the graph (the model's own quantization, or TensorFlow's converter
-rules) comes from the ``tflite`` backend's context; every operator xformer leaves to the
-runtime's builtin kernels runs TFLite-Micro's reference kernel (the ``tflite`` backend's rules
-with ``runtime=tflite_micro``). Convolutions, depthwise convolutions and fully connected layers
-become ``XC_conv2d_v2``: the raw int8 input (padding taps hold the input zero point, as the
-``XC_pad`` xformer inserts) is accumulated exactly against the int8 weights, and lib_nn's output
-transform (VLSAT, VLMUL, VLADD, VLASHR, VDEPTH8) maps the sums to int8 with the parameters
-xcore-opt's solver derives (:mod:`quantemu.backends.xs3.xformer.output_transform`). A conv
-whose output-transform error exceeds xcore-opt's threshold is reverted to TFLite's CONV_2D, as
-the compiler does. A fused ReLU/ReLU6 is ignored when the output zero point is -128 (the XC op
-only saturates) and otherwise applied as the ``XC_lookup`` xformer splits out.
+Convolutions, depthwise convolutions and fully connected layers become ``XC_conv2d_v2``: the
+raw int8 input (padding taps hold the input zero point, as the ``XC_pad`` xformer inserts) is
+accumulated exactly against the int8 weights (:mod:`.columns`), and lib_nn's output transform
+(VLSAT, VLMUL, VLADD, VLASHR, VDEPTH8) maps the sums to int8 with the parameters xcore-opt's
+solver derives (:func:`solve`, :mod:`quantemu.backends.xs3.xformer.output_transform`). A conv
+whose output-transform error exceeds xcore-opt's threshold is reverted to TFLite's CONV_2D (the
+``tflite`` rule, run as TFLite-Micro), as the compiler does. A fused ReLU/ReLU6 is ignored when
+the output zero point is -128 (the XC op only saturates) and otherwise applied as the
+``XC_lookup`` xformer splits out (:mod:`.unfuse`); a ``RELU(MINIMUM(conv, 127))`` chain is
+fused first (:mod:`.fuse`).
 """
 
 from __future__ import annotations
@@ -21,17 +20,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from quantemu.backends.recurrent_refusals import recurrent_refusals
 from quantemu.backends.tflite.lower import rules as tflite_rules
 from quantemu.backends.tflite.lower.context import TfliteContext
-from quantemu.backends.xs3.lower import xformer_cols, xformer_fuse, xformer_ops
-from quantemu.backends.xs3.lower.compiled import lower_compiled
-from quantemu.backends.xs3.lower.xformer_mul import lower_xc_mul
-from quantemu.backends.xs3.lower.xformer_softmax import lower_xc_softmax
-from quantemu.backends.xs3.xformer.lookup import lookup8, lookup_table_int8
+from quantemu.backends.xs3.xformer.lower import columns, fuse
+from quantemu.backends.xs3.xformer.lower.refusals import refuse_batch_matmul
+from quantemu.backends.xs3.xformer.lower.unfuse import conv_table, looked_up
 from quantemu.backends.xs3.xformer.ot_fused import FusedOt, frozen_operand, plan_ot, run_fused
 from quantemu.backends.xs3.xformer.output_transform import (
-    DEFAULT_ERR_THRESHOLD,
     OtKind,
     OutputTransform,
     solve_output_transform,
@@ -40,9 +35,6 @@ from quantemu.backends.xs3.xformer.runtime import VlashrRounding, ot_channelwise
 from quantemu.graph.ir import Node
 from quantemu.intmath import matmul_exact, sliding_windows
 from quantemu.program import Layer, LayerOutput, LinearEncoding, QTensor
-from quantemu.program.lowering import NotLowerable, RuleTable
-
-NOTE_TFLM = "xcore-opt keeps this TFLite operator: TFLite-Micro's reference kernel"
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -70,7 +62,7 @@ class XcConv2dLayer(Layer):
         if self.depthwise:
             gemm = np.ascontiguousarray(w[:, 0], np.int32)  # int32 products, bound checked
         else:
-            gemm = xformer_cols.gemm_weights(w)
+            gemm = columns.gemm_weights(w)
         gemm.setflags(write=False)
         ot = self.ot
         if ot.kind is OtKind.GROUP:
@@ -84,7 +76,7 @@ class XcConv2dLayer(Layer):
         object.__setattr__(self, "_plan", plan)
         object.__setattr__(self, "_offset", None)
         if not self.depthwise:  # the offset-binary columns' extra sum, folded into the OT
-            offset = xformer_cols.offset_correction(gemm)
+            offset = columns.offset_correction(gemm)
             object.__setattr__(self, "_offset", offset)
             object.__setattr__(self, "_plan_offset", _offset_plan(plan, offset))
 
@@ -103,11 +95,7 @@ class XcConv2dLayer(Layer):
             run_fused(plan, acc, out=y.transpose(0, 2, 3, 1), consume=True)
         if inputs[0].codes.ndim == 2:
             y = y[:, :, 0, 0]
-        counters = {}
-        if self.table is not None:
-            looked = lookup8(y, self.table)
-            counters["activation_clamped"] = int(np.count_nonzero(looked != y))
-            y = looked
+        y, counters = looked_up(self.table, y)
         return LayerOutput(QTensor(np.ascontiguousarray(y, np.int8), self.encoding), counters)
 
     def _reference_ot(self, acc: np.ndarray) -> np.ndarray:
@@ -131,7 +119,7 @@ class XcConv2dLayer(Layer):
         kernel = self.weights.shape[2:]
         if not self.depthwise:
             geometry = {"strides": self.strides, "dilations": self.dilations, "pads": self.pads}
-            found = xformer_cols.columns(x, kernel, pad_value=self.pad_value, **geometry)
+            found = columns.columns(x, kernel, pad_value=self.pad_value, **geometry)
             if found is not None:
                 cols, (n, oh, ow) = found
                 acc = matmul_exact(cols, self._gemm, a_max=255, allow_int32=True)
@@ -201,26 +189,12 @@ def solve(ctx, codes, bias, s_w, encodings) -> OutputTransform:
     return dataclasses.replace(ot, mul=ot.mul[keep], bias=ot.bias[keep], shift=ot.shift[keep])
 
 
-def _table(ctx, node: Node, e_out: LinearEncoding) -> np.ndarray | None:
-    """The XC_lookup xformer splits out of a conv with a fused ReLU/ReLU6 (zp_out != -128)."""
-    kind = node.attrs.get("activation")
-    if kind is None or int(e_out.zero_point) == -128:
-        return None  # the XC op only saturates: the activation is dropped
-    s, z = e_out.scale, int(e_out.zero_point)
-    if kind == "relu":
-        return lookup_table_int8("relu", s, z, s, z)
-    if kind == "clip":
-        bounds = (float(node.attrs["activation_min"]), float(node.attrs["activation_max"]))
-        return lookup_table_int8("clip", s, z, s, z, bounds=bounds)
-    raise NotLowerable(f"fused activation {kind!r}")
-
-
 def lower_xc_conv(ctx: TfliteContext, node: Node) -> Layer:
     """Conv / Gemm / MatMul as ``XC_conv2d_v2`` (or the reverted TFLite op)."""
     dense = node.op_type in ("Gemm", "MatMul")
-    node = xformer_fuse.absorb(ctx, node)
+    node = fuse.absorb(ctx, node)
     if node.op_type == "MatMul" and ctx.const(node.inputs[1]) is None:
-        return xformer_ops.refuse_batch_matmul(ctx, node)
+        return refuse_batch_matmul(ctx, node)
     if dense:
         base = tflite_rules.lower_dense(ctx, node)
         w = base.weights[:, :, None, None]
@@ -246,40 +220,10 @@ def lower_xc_conv(ctx: TfliteContext, node: Node) -> Layer:
         pad_value=int(e_in.zero_point),
         ot=ot,
         rounding=ctx.options.vlashr,
-        table=_table(ctx, node, e_out),
+        table=conv_table(node, e_out),
         encoding=e_out,
         **geometry,
     )
 
 
-def _unless_absorbed(rule):
-    """``rule``, except for a node xcore-opt fused into the convolution before it."""
-
-    def lower(ctx: TfliteContext, node: Node) -> Layer:
-        return (
-            xformer_fuse.pass_on(ctx, node)
-            if xformer_fuse.is_absorbed(ctx, node)
-            else rule(ctx, node)
-        )
-
-    lower.__doc__ = rule.__doc__
-    return lower
-
-
-_RULES = {
-    **tflite_rules.RULES.rules,
-    "Conv": lower_xc_conv,
-    "Gemm": lower_xc_conv,
-    "MatMul": lower_xc_conv,
-    "TfliteCustom": lower_compiled,
-    **xformer_ops.RULES,
-    "Mul": lower_xc_mul,
-    "Softmax": lower_xc_softmax,
-}
-RULES: RuleTable[TfliteContext] = RuleTable(
-    rules={**_RULES, **{op: _unless_absorbed(_RULES[op]) for op in ("Min", "Relu")}},
-    unsupported=tflite_rules.unsupported,
-    refused=recurrent_refusals("xs3"),
-)
-
-__all__ = ["DEFAULT_ERR_THRESHOLD", "RULES", "XcConv2dLayer", "lower_xc_conv"]
+__all__ = ["XcConv2dLayer", "lower_xc_conv", "solve"]

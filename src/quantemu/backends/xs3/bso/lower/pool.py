@@ -3,7 +3,7 @@
 tflite2xcore replaces TFLite's MAX_POOL_2D / AVERAGE_POOL_2D (VALID padding, C % 4 == 0, equal
 input and output quantization) by lib_nn's ``maxpool2d`` / ``avgpool2d``, and MEAN over height
 and width (C % 4 == 0) by ``avgpool2d_global``; anything else stays a TFLite-Micro reference
-kernel (:mod:`.tflite`). None of these lib_nn operators is in the conformance contract:
+kernel (:mod:`.tflite_micro`). None of these lib_nn operators is in the conformance contract:
 
 - max pooling is the maximum of int8 codes in every implementation (lib_nn, TFLite's reference,
   with padding positions never winning), so it is exact by construction;
@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from quantemu.backends.xs3.bso.output_stage import rshr
 from quantemu.backends.xs3.lower.context import Xs3Context
-from quantemu.backends.xs3.output_stage import rshr
 from quantemu.errors import InvalidInputError, UnsupportedError
 from quantemu.graph.ir import Node
 from quantemu.intmath import (

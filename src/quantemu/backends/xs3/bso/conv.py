@@ -1,7 +1,7 @@
 """The lib_nn 2D convolutions: conv2d_deep, conv2d_shallowin, conv2d_1x1, conv2d_depthwise.
 
 Pure functions: int8 arrays + a BSO tensor + frozen parameters in, an
-:class:`~quantemu.backends.xs3.result.OpResult` out. Semantics: ``xs3.md`` sections 5 and 6;
+:class:`~quantemu.backends.xs3.bso.result.OpResult` out. Semantics: ``xs3.md`` sections 5 and 6;
 the accumulation strategy is in :mod:`.accumulation`, the output stage in :mod:`.output_stage`.
 
 Batches: lib_nn takes one ``(X_h, X_w, C_in)`` image. Every convolution here also accepts a
@@ -14,19 +14,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from quantemu.backends.xs3 import geometry
-from quantemu.backends.xs3.accumulation import (
+from quantemu.backends.xs3.bso import geometry
+from quantemu.backends.xs3.bso.accumulation import (
     Saturation,
     Steps,
     accumulate_conv,
     accumulate_depthwise,
     gemm_dtype,
 )
-from quantemu.backends.xs3.bso import unpack_bso
-from quantemu.backends.xs3.output_stage import LastStep, bso_stage
-from quantemu.backends.xs3.params import DEFAULT_OPTIONS, ConvParams, Model, OutputOptions
-from quantemu.backends.xs3.result import OpResult, make_result
-from quantemu.backends.xs3.validate import check_multiple_of_4, check_shape, check_tensor
+from quantemu.backends.xs3.bso.output_stage import LastStep, bso_stage
+from quantemu.backends.xs3.bso.packing import unpack_bso
+from quantemu.backends.xs3.bso.params import DEFAULT_OPTIONS, ConvParams, Model, OutputOptions
+from quantemu.backends.xs3.bso.result import OpResult, make_result
+from quantemu.backends.xs3.bso.validate import check_multiple_of_4, check_shape, check_tensor
 from quantemu.errors import InvalidInputError
 
 VLMACCR_BYTES = 32  # one VLMACCR multiplies 32 int8 pairs into one accumulator

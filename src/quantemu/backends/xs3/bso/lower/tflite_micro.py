@@ -34,8 +34,8 @@ from quantemu.backends.tflite.quantize import (
     ActivationRange,
     activation_range,
 )
+from quantemu.backends.xs3.bso.lower.pool import PoolGeometry
 from quantemu.backends.xs3.lower.context import Xs3Context
-from quantemu.backends.xs3.lower.pool import PoolGeometry
 from quantemu.errors import UnsupportedError
 from quantemu.graph.ir import Node
 from quantemu.intmath import (

@@ -3,7 +3,7 @@
 Notation of ``xs3.md`` section 4: ``RSHR`` is a rounding right shift with ties toward +inf;
 ``RSHR_W`` is the same with the rounding add done in int32, where it wraps (the x86 reference
 adds ``2^(s-1)`` to an ``int32_t``); ``SAT_b`` is symmetric saturation. Which stages wrap
-depends on the operator (section 5) and on the :class:`~quantemu.backends.xs3.params.Model`:
+depends on the operator (section 5) and on the :class:`~quantemu.backends.xs3.bso.params.Model`:
 the device's VLSAT rounding add is taken not to wrap.
 
 Bounds (int64 throughout): ``|acc| <= 2^31`` and the rounding constant ``<= 2^30``, so
@@ -17,8 +17,8 @@ import enum
 
 import numpy as np
 
-from quantemu.backends.xs3.bso import BsoChannels
-from quantemu.backends.xs3.params import Model
+from quantemu.backends.xs3.bso.packing import BsoChannels
+from quantemu.backends.xs3.bso.params import Model
 from quantemu.intmath import (
     saturate_count,
     saturate_symmetric,

@@ -25,7 +25,7 @@ custom op            layer
 ``XC_concat``        ``n`` times, ``s[k]`` bytes of each input ``k`` in turn
 ``XC_broadcast``     each of ``b`` blocks of ``s`` bytes repeated ``n`` times
 ``XC_softmax``,      lib_nn's float32 softmax over the last axis with the stored exp table
-``XC_batched_...``   (:mod:`.xformer_softmax`)
+``XC_batched_...``   (:mod:`.softmax`)
 ===================  ==========================================================================
 
 Activations are NHWC, batch first, as the importer keeps them for custom operators; the byte
@@ -40,7 +40,13 @@ import struct
 
 import numpy as np
 
-from quantemu.backends.xs3.lower.compiled_layers import (
+from quantemu.backends.xs3.xformer.compiled import (
+    conv2d_v2_params,
+    decode_options,
+    pad_params,
+    pool_window,
+)
+from quantemu.backends.xs3.xformer.lower.compiled_layers import (
     NOTE,
     XcAddLayer,
     XcBroadcastLayer,
@@ -54,13 +60,7 @@ from quantemu.backends.xs3.lower.compiled_layers import (
     XcPadLayer,
     XcSliceLayer,
 )
-from quantemu.backends.xs3.lower.xformer_softmax import decode_xc_softmax
-from quantemu.backends.xs3.xformer.compiled import (
-    conv2d_v2_params,
-    decode_options,
-    pad_params,
-    pool_window,
-)
+from quantemu.backends.xs3.xformer.lower.softmax import decode_xc_softmax
 from quantemu.backends.xs3.xformer.mul import XcMulParams
 from quantemu.errors import InvalidInputError, UnsupportedError
 from quantemu.graph.ir import Node

@@ -9,8 +9,8 @@ padded weights are zero, so they add nothing); output channel counts that are no
 4 are padded with zero-weight channels that are dropped after the operator.
 
 Parameters are derived once, at lowering time: TFLite's int8 weights, scales and int32 biases
-(:mod:`.quantization`), then the BSO fields from tflite2xcore's rules
-(:func:`quantemu.backends.xs3.quantize.derive_bso`, whose multiplier is ``bias_scale / s_out``
+(:mod:`quantemu.backends.tflite.quantize`), then the BSO fields from tflite2xcore's rules
+(:func:`quantemu.backends.xs3.bso.quantize.derive_bso`, whose multiplier is ``bias_scale / s_out``
 exactly as the converter's ``_multiplier``).
 
 A dilated convolution, or a Gemm/MatMul whose weights are not a constant 2-D matrix, has no
@@ -33,17 +33,17 @@ from quantemu.backends.tflite.quantize import (
     quantize_bias,
     quantize_weights,
 )
-from quantemu.backends.xs3.conv import (
+from quantemu.backends.xs3.bso.conv import (
     VLMACCR_BYTES,
     conv2d_1x1,
     conv2d_deep,
     conv2d_depthwise,
     conv2d_shallowin,
 )
-from quantemu.backends.xs3.fc import fully_connected_8
+from quantemu.backends.xs3.bso.fc import fully_connected_8
+from quantemu.backends.xs3.bso.params import ConvParams, Window, YParams
+from quantemu.backends.xs3.bso.quantize import derive_bso
 from quantemu.backends.xs3.lower.context import Xs3Context
-from quantemu.backends.xs3.params import ConvParams, Window, YParams
-from quantemu.backends.xs3.quantize import derive_bso
 from quantemu.errors import InvalidInputError, UnsupportedError
 from quantemu.graph.ir import Node
 from quantemu.program import Layer, LayerOutput, LinearEncoding, QTensor

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from quantemu.backends.registry import register
-from quantemu.backends.xs3 import conv, fc
-from quantemu.backends.xs3.params import (
+from quantemu.backends.xs3.bso import conv, fc
+from quantemu.backends.xs3.bso.params import (
     ConvParams,
     Model,
     OutputOptions,

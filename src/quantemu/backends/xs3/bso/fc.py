@@ -2,7 +2,7 @@
 fc_deepin_shallowout_16/8 (plain bias, shifts and Q1.14 scales).
 
 Semantics: ``xs3.md`` sections 5, 6.5 and 6.6. Pure functions returning an
-:class:`~quantemu.backends.xs3.result.OpResult`. Each also takes a batch ``X`` of shape
+:class:`~quantemu.backends.xs3.bso.result.OpResult`. Each also takes a batch ``X`` of shape
 ``(N, C_in)`` and returns ``(N, C_out)``, every row computed exactly as a separate call would
 (counters add up over the batch).
 """
@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from quantemu.backends.xs3.accumulation import Saturation, Steps, accumulate_conv
-from quantemu.backends.xs3.bso import check_shift, unpack_bso
-from quantemu.backends.xs3.output_stage import LastStep, bso_stage, legacy_stage
-from quantemu.backends.xs3.params import DEFAULT_OPTIONS, Model, OutputOptions
-from quantemu.backends.xs3.result import OpResult, make_result
-from quantemu.backends.xs3.validate import check_multiple_of_4, check_shape, check_tensor
+from quantemu.backends.xs3.bso.accumulation import Saturation, Steps, accumulate_conv
+from quantemu.backends.xs3.bso.output_stage import LastStep, bso_stage, legacy_stage
+from quantemu.backends.xs3.bso.packing import check_shift, unpack_bso
+from quantemu.backends.xs3.bso.params import DEFAULT_OPTIONS, Model, OutputOptions
+from quantemu.backends.xs3.bso.result import OpResult, make_result
+from quantemu.backends.xs3.bso.validate import check_multiple_of_4, check_shape, check_tensor
 from quantemu.errors import InvalidInputError
 
 VLMACCR_BYTES = 32

@@ -19,7 +19,7 @@ import numpy as np
 
 from quantemu.backends.tflite.lower import rules as tflite_rules
 from quantemu.backends.tflite.lower.context import TfliteContext
-from quantemu.backends.xs3.lower.compiled_layers import NOTE
+from quantemu.backends.xs3.xformer.lower.compiled_layers import NOTE
 from quantemu.backends.xs3.xformer.softmax import softmax_exp_table, xc_softmax
 from quantemu.errors import InvalidInputError, UnsupportedError
 from quantemu.graph.ir import Node

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from quantemu.backends.xs3.bso import MAX_SHIFT, BsoChannels, pack_bso
-from quantemu.backends.xs3.output_stage import LastStep, bso_stage
-from quantemu.backends.xs3.params import Model, check_int
+from quantemu.backends.xs3.bso.output_stage import LastStep, bso_stage
+from quantemu.backends.xs3.bso.packing import MAX_SHIFT, BsoChannels, pack_bso
+from quantemu.backends.xs3.bso.params import Model, check_int
 from quantemu.errors import InvalidInputError
 from quantemu.intmath import float64_round_half_away_add_truncate
 

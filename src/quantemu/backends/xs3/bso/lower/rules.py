@@ -1,0 +1,95 @@
+"""The tflite2xcore (BSO) rule table: graph op type -> rule, and the float fallback.
+
+Each rule is ``rule(ctx, node) -> Layer`` (:mod:`quantemu.program.lowering`), on the shared
+:class:`~quantemu.backends.xs3.lower.context.Xs3Context`:
+
+==========================================  ==================================================
+graph op                                    XS3 layer (module)
+==========================================  ==================================================
+Conv (group 1), 1x1 unit stride, no pads    ``conv2d_1x1`` (:mod:`.conv`)
+Conv, ``K_w * C_in <= 32``, C_in 4/8/16/32  ``conv2d_shallowin``
+Conv, depthwise (group = C_in = C_out)      ``conv2d_depthwise``
+Conv, other                                 ``conv2d_deep``
+Gemm, MatMul with constant 2-D weights      ``fully_connected_8``
+MaxPool                                     ``maxpool2d`` / TFLite's reference, exact
+                                            (:mod:`.pool`)
+AveragePool                                 lib_nn ``avgpool2d`` (VALID, C % 4 == 0), else
+                                            TFLite-Micro's AVERAGE_POOL_2D (:mod:`.tflite_micro`,
+                                            ``exact=False``)
+GlobalAveragePool, ReduceMean over H, W     lib_nn ``avgpool2d_global`` (C % 4 == 0)
+Add, Sub                                    TFLite-Micro's ADD/SUB (:mod:`.tflite_micro`,
+                                            ``exact=False``)
+Pad                                         TFLite-Micro's PAD (a copy), exact
+Relu, Clip, Sigmoid, Tanh (standalone)      ``lookup8`` with tflite2xcore's table
+                                            (:mod:`.activation`)
+Flatten, Reshape, Transpose, Identity       the same codes, exact (:mod:`.layout`)
+Softmax, Mul, Concat, Resize, ...           float fallback (:mod:`.fallback`, ``exact=False``,
+                                            with a note)
+==========================================  ==================================================
+
+A rule that finds no lib_nn or TFLite-Micro form for its node raises
+:class:`~quantemu.program.lowering.NotLowerable`; the table then builds the float fallback, as
+it does for the ops in :data:`~.fallback.FALLBACK_OPS`, which have no rule. Any other op is an
+:class:`~quantemu.errors.UnsupportedError` listing the supported ones.
+"""
+
+from __future__ import annotations
+
+from quantemu.backends.recurrent_refusals import recurrent_refusals
+from quantemu.backends.tflite.lower.rules import lower_pad
+from quantemu.backends.xs3.bso.lower.activation import LUT_OPS, lower_lookup
+from quantemu.backends.xs3.bso.lower.conv import lower_conv, lower_dense
+from quantemu.backends.xs3.bso.lower.fallback import FALLBACK_OPS, lower_float
+from quantemu.backends.xs3.bso.lower.layout import MOVES, lower_move
+from quantemu.backends.xs3.bso.lower.pool import (
+    PoolGeometry,
+    lower_avgpool,
+    lower_global_avgpool,
+    lower_maxpool,
+)
+from quantemu.backends.xs3.bso.lower.tflite_micro import lower_add, lower_tflite_avgpool
+from quantemu.backends.xs3.lower.context import Xs3Context
+from quantemu.errors import UnsupportedError
+from quantemu.graph.ir import Node
+from quantemu.program import Layer
+from quantemu.program.lowering import RuleTable
+
+
+def lower_average_pool(ctx: Xs3Context, node: Node) -> Layer:
+    """AveragePool: lib_nn ``avgpool2d`` where tflite2xcore substitutes it (VALID, C % 4 == 0),
+    else TFLite-Micro's reference AVERAGE_POOL_2D."""
+    geometry = PoolGeometry.of(ctx, node)
+    if geometry.libnn(ctx.shape(node.inputs[0])):
+        return lower_avgpool(ctx, node, geometry)
+    return lower_tflite_avgpool(ctx, node, geometry)
+
+
+def unsupported(ctx: Xs3Context, node: Node, why: str) -> UnsupportedError:
+    """The error for an op with neither a kernel on XS3 nor a float fallback."""
+    reason = f" ({why})" if why else ""
+    return UnsupportedError(
+        f"{node}: operator {node.op_type!r} has neither a lib_nn nor a TFLite-Micro int8 kernel "
+        f"on XS3{reason}; supported operators: {', '.join(RULES.supported())}"
+    )
+
+
+RULES: RuleTable[Xs3Context] = RuleTable(
+    rules={
+        "Conv": lower_conv,
+        "Gemm": lower_dense,
+        "MatMul": lower_dense,
+        "Add": lower_add,
+        "Sub": lower_add,
+        "MaxPool": lower_maxpool,
+        "AveragePool": lower_average_pool,
+        "GlobalAveragePool": lower_global_avgpool,
+        "ReduceMean": lower_global_avgpool,
+        "Pad": lower_pad,  # TFLite-Micro's PAD (a copy with the value's code): exact
+        **dict.fromkeys(MOVES, lower_move),
+        **dict.fromkeys(LUT_OPS, lower_lookup),
+    },
+    fallback=lower_float,
+    fallback_ops=dict.fromkeys(FALLBACK_OPS, ""),
+    unsupported=unsupported,
+    refused=recurrent_refusals("xs3"),
+)
