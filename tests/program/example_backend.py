@@ -93,7 +93,7 @@ def header(options: ToyOptions) -> dict[str, str]:
 
 
 def lower(graph, ranges, options: ToyOptions) -> LoweredModel:
-    ctx = ToyContext(graph, ranges, options)
+    ctx = ToyContext(graph, ranges, ToyOptions.checked(options))  # typed options only
     inputs = {info.name: ctx.encoding(info.name) for info in graph.inputs}
     return LoweredModel("toy", inputs, RULES.lower_graph(ctx), header(options))
 
