@@ -222,8 +222,13 @@ def test_add_layer_equals_a_scalar_transcription_of_tflite():
     from quantemu.simulate import run_lowered
 
     result = run_lowered(lowered, graph.outputs, {"a": a, "b": b})
-    (q1, e1), (q2, e2), (qo, eo) = layer.multipliers
-    z1, z2 = layer.zero_points
+    p = layer.params  # the tflite backend's ADD parameters, run as TFLite-Micro
+    (q1, e1), (q2, e2) = (
+        (p.input1_multiplier, p.input1_shift),
+        (p.input2_multiplier, p.input2_shift),
+    )
+    qo, eo = p.output_multiplier, p.output_shift
+    z1, z2 = -p.input1_offset, -p.input2_offset
     zo = int(layer.encoding.zero_point)
 
     def mbqm(v, q, e):

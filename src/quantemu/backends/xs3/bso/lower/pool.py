@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from quantemu.backends.xs3.bso.lower.tflite_micro import lower_tflite_avgpool
 from quantemu.backends.xs3.bso.output_stage import rshr
 from quantemu.backends.xs3.lower.context import Xs3Context
 from quantemu.errors import InvalidInputError, UnsupportedError
@@ -229,6 +230,15 @@ def lower_avgpool(ctx: Xs3Context, node: Node, geometry: PoolGeometry) -> Layer:
         scale, shift = avgpool_scale_shift(k_h * k_w)
     fields = {"geometry": geometry, "scale": scale, "shift": shift}
     return _libnn_pool(ctx, node, LibnnAvgPoolLayer, "avgpool2d", **fields)
+
+
+def lower_average_pool(ctx: Xs3Context, node: Node) -> Layer:
+    """AveragePool: lib_nn ``avgpool2d`` where tflite2xcore substitutes it (VALID, C % 4 == 0),
+    else TFLite-Micro's AVERAGE_POOL_2D."""
+    geometry = PoolGeometry.of(ctx, node)
+    if geometry.libnn(ctx.shape(node.inputs[0])):
+        return lower_avgpool(ctx, node, geometry)
+    return lower_tflite_avgpool(ctx, node)
 
 
 def lower_global_avgpool(ctx: Xs3Context, node: Node) -> Layer:

@@ -42,26 +42,15 @@ from quantemu.backends.xs3.bso.lower.conv import lower_conv, lower_dense
 from quantemu.backends.xs3.bso.lower.fallback import FALLBACK_OPS, lower_float
 from quantemu.backends.xs3.bso.lower.layout import MOVES, lower_move
 from quantemu.backends.xs3.bso.lower.pool import (
-    PoolGeometry,
-    lower_avgpool,
+    lower_average_pool,
     lower_global_avgpool,
     lower_maxpool,
 )
-from quantemu.backends.xs3.bso.lower.tflite_micro import lower_add, lower_tflite_avgpool
+from quantemu.backends.xs3.bso.lower.tflite_micro import lower_add
 from quantemu.backends.xs3.lower.context import Xs3Context
 from quantemu.errors import UnsupportedError
 from quantemu.graph.ir import Node
-from quantemu.program import Layer
 from quantemu.program.lowering import RuleTable
-
-
-def lower_average_pool(ctx: Xs3Context, node: Node) -> Layer:
-    """AveragePool: lib_nn ``avgpool2d`` where tflite2xcore substitutes it (VALID, C % 4 == 0),
-    else TFLite-Micro's reference AVERAGE_POOL_2D."""
-    geometry = PoolGeometry.of(ctx, node)
-    if geometry.libnn(ctx.shape(node.inputs[0])):
-        return lower_avgpool(ctx, node, geometry)
-    return lower_tflite_avgpool(ctx, node, geometry)
 
 
 def unsupported(ctx: Xs3Context, node: Node, why: str) -> UnsupportedError:
