@@ -29,8 +29,8 @@ Softmax, Mul, Concat, Resize, ...           float fallback (:mod:`.fallback`, ``
 
 A rule that finds no lib_nn or TFLite-Micro form for its node raises
 :class:`~quantemu.program.lowering.NotLowerable`; the table then builds the float fallback, as
-it does for the ops in :data:`~.fallback.FALLBACK_OPS`, which have no rule. Any other op is an
-:class:`~quantemu.errors.UnsupportedError` listing the supported ones.
+it does for the ops in :data:`~.fallback.FALLBACK_OPS`, which have no rule. Any other op is the
+table's :class:`~quantemu.errors.UnsupportedError`, which lists the supported ones.
 """
 
 from __future__ import annotations
@@ -48,19 +48,7 @@ from quantemu.backends.xs3.bso.lower.pool import (
 )
 from quantemu.backends.xs3.bso.lower.tflite_micro import lower_add
 from quantemu.backends.xs3.lower.context import Xs3Context
-from quantemu.errors import UnsupportedError
-from quantemu.graph.ir import Node
 from quantemu.program.lowering import RuleTable
-
-
-def unsupported(ctx: Xs3Context, node: Node, why: str) -> UnsupportedError:
-    """The error for an op with neither a kernel on XS3 nor a float fallback."""
-    reason = f" ({why})" if why else ""
-    return UnsupportedError(
-        f"{node}: operator {node.op_type!r} has neither a lib_nn nor a TFLite-Micro int8 kernel "
-        f"on XS3{reason}; supported operators: {', '.join(RULES.supported())}"
-    )
-
 
 RULES: RuleTable[Xs3Context] = RuleTable(
     rules={
@@ -79,6 +67,5 @@ RULES: RuleTable[Xs3Context] = RuleTable(
     },
     fallback=lower_float,
     fallback_ops=dict.fromkeys(FALLBACK_OPS, ""),
-    unsupported=unsupported,
     refused=recurrent_refusals("xs3"),
 )
