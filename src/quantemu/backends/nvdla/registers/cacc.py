@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from quantemu.backends.nvdla.registers.fields import RegisterBlock, field
+from quantemu.backends.nvdla.registers.fields import RegisterBlock, declare, enum_field
 from quantemu.backends.nvdla.registers.types import Converter, Precision, precision
 from quantemu.errors import InvalidInputError
 
 
-@dataclass(frozen=True)
+@declare({"PROC_PRECISION": 2, "CLIP_TRUNCATE": 5})
 class CaccRegisters(RegisterBlock):
     """CACC fields used by the accumulator's output stage (§5)."""
 
     UNIT = "CaccRegisters"
-
-    PROC_PRECISION: int = field(2)
-    CLIP_TRUNCATE: int = field(5)
 
     def _check(self) -> None:
         precision(self.UNIT, "PROC_PRECISION", self.PROC_PRECISION)
@@ -26,13 +21,11 @@ class CaccRegisters(RegisterBlock):
                 "such a layer (the field is 5 bits but only right shifts 0..16 are legal)"
             )
 
-    @property
-    def precision(self) -> Precision:
-        """INT8 or INT16 partial sums."""
-        return Precision(self.PROC_PRECISION)
+    precision = enum_field("PROC_PRECISION", Precision, "INT8 or INT16 partial sums.")
 
 
-@dataclass(frozen=True)
+@declare({"CVT_EN": 1, "CVT_TRUNCATE": 6, "CVT_OFFSET": 16, "CVT_SCALE": (16, 1),
+          "PROC_PRECISION": 2})  # fmt: skip
 class CdmaCvtRegisters(RegisterBlock):
     """CDMA input converter (``D_CVT_CFG``, ``D_CVT_OFFSET``, ``D_CVT_SCALE``) and output precision.
 
@@ -42,19 +35,12 @@ class CdmaCvtRegisters(RegisterBlock):
 
     UNIT = "CdmaCvtRegisters"
 
-    CVT_EN: int = field(1)
-    CVT_TRUNCATE: int = field(6)
-    CVT_OFFSET: int = field(16)
-    CVT_SCALE: int = field(16, 1)
-    PROC_PRECISION: int = field(2)
-
     def _check(self) -> None:
         precision(self.UNIT, "PROC_PRECISION", self.PROC_PRECISION)
 
-    @property
-    def precision(self) -> Precision:
-        """INT8 or INT16: the width the converted data saturates to."""
-        return Precision(self.PROC_PRECISION)
+    precision = enum_field(
+        "PROC_PRECISION", Precision, "INT8 or INT16: the width the converted data saturates to."
+    )
 
     def converter(self) -> Converter:
         """Decoded ``(offset, scale, truncate)``."""

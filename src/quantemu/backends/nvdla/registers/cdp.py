@@ -2,18 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from quantemu.backends.nvdla.registers.fields import RegisterBlock, field, sx
-from quantemu.backends.nvdla.registers.sdp import slopes
-from quantemu.backends.nvdla.registers.types import (
-    Converter,
-    LeFunction,
-    LutConfig,
-    Precision,
-    Table,
-    precision,
-)
+from quantemu.backends.nvdla.registers.fields import RegisterBlock, declare, enum_field, sx
+from quantemu.backends.nvdla.registers.lut import lut_config, slope_fields
+from quantemu.backends.nvdla.registers.types import Converter, LutConfig, Precision, precision
 
 
 def cdp_index_select(raw: int, input_type: Precision) -> int:
@@ -33,7 +24,20 @@ def cdp_index_select(raw: int, input_type: Precision) -> int:
     return raw
 
 
-@dataclass(frozen=True)
+_FIELDS = {
+    "INPUT_DATA_TYPE": 2, "NORMALZ_LEN": 2, "SQSUM_BYPASS": 1, "MUL_BYPASS": 1,
+    "DATIN_OFFSET": 16, "DATIN_SCALE": (16, 1), "DATIN_SHIFTER": 5,
+    "DATOUT_OFFSET": 32, "DATOUT_SCALE": (16, 1), "DATOUT_SHIFTER": 6,
+    "LUT_LE_FUNCTION": 1, "LUT_UFLOW_PRIORITY": 1, "LUT_OFLOW_PRIORITY": 1,
+    "LUT_HYBRID_PRIORITY": 1, "LUT_LE_INDEX_OFFSET": 8, "LUT_LE_INDEX_SELECT": 8,
+    "LUT_LO_INDEX_SELECT": 8,
+    **{f"LUT_{bound}_{half}": bits for bound in ("LE_START", "LE_END", "LO_START", "LO_END")
+       for half, bits in (("LOW", 32), ("HIGH", 6))},
+    **slope_fields(scales_first=True),
+}  # fmt: skip
+
+
+@declare(_FIELDS)
 class CdpRegisters(RegisterBlock):
     """CDP (LRN) fields, ``conformance/nvdla.md`` §3.1.
 
@@ -42,47 +46,12 @@ class CdpRegisters(RegisterBlock):
 
     UNIT = "CdpRegisters"
 
-    INPUT_DATA_TYPE: int = field(2)
-    NORMALZ_LEN: int = field(2)
-    SQSUM_BYPASS: int = field(1)
-    MUL_BYPASS: int = field(1)
-    DATIN_OFFSET: int = field(16)
-    DATIN_SCALE: int = field(16, 1)
-    DATIN_SHIFTER: int = field(5)
-    DATOUT_OFFSET: int = field(32)
-    DATOUT_SCALE: int = field(16, 1)
-    DATOUT_SHIFTER: int = field(6)
-    LUT_LE_FUNCTION: int = field(1)
-    LUT_UFLOW_PRIORITY: int = field(1)
-    LUT_OFLOW_PRIORITY: int = field(1)
-    LUT_HYBRID_PRIORITY: int = field(1)
-    LUT_LE_INDEX_OFFSET: int = field(8)
-    LUT_LE_INDEX_SELECT: int = field(8)
-    LUT_LO_INDEX_SELECT: int = field(8)
-    LUT_LE_START_LOW: int = field(32)
-    LUT_LE_START_HIGH: int = field(6)
-    LUT_LE_END_LOW: int = field(32)
-    LUT_LE_END_HIGH: int = field(6)
-    LUT_LO_START_LOW: int = field(32)
-    LUT_LO_START_HIGH: int = field(6)
-    LUT_LO_END_LOW: int = field(32)
-    LUT_LO_END_HIGH: int = field(6)
-    LUT_LE_SLOPE_UFLOW_SCALE: int = field(16)
-    LUT_LE_SLOPE_OFLOW_SCALE: int = field(16)
-    LUT_LE_SLOPE_UFLOW_SHIFT: int = field(5)
-    LUT_LE_SLOPE_OFLOW_SHIFT: int = field(5)
-    LUT_LO_SLOPE_UFLOW_SCALE: int = field(16)
-    LUT_LO_SLOPE_OFLOW_SCALE: int = field(16)
-    LUT_LO_SLOPE_UFLOW_SHIFT: int = field(5)
-    LUT_LO_SLOPE_OFLOW_SHIFT: int = field(5)
-
     def _check(self) -> None:
         precision(self.UNIT, "INPUT_DATA_TYPE", self.INPUT_DATA_TYPE, fp16=True)
 
-    @property
-    def input_type(self) -> Precision:
-        """INT8, INT16 or FP16 (``cdp_fp16``): the input and output data type."""
-        return Precision(self.INPUT_DATA_TYPE)
+    input_type = enum_field(
+        "INPUT_DATA_TYPE", Precision, "INT8, INT16 or FP16: the input and output data type."
+    )
 
     @property
     def half_window(self) -> int:
@@ -107,17 +76,6 @@ class CdpRegisters(RegisterBlock):
     def lut(self) -> LutConfig:
         """Decode the LUT registers: mode-dependent selects, 38-bit starts/ends (§3.3)."""
         t = self.input_type
-        return LutConfig(
-            le_function=LeFunction(self.LUT_LE_FUNCTION),
-            le_index_offset=self.signed("LUT_LE_INDEX_OFFSET"),
-            le_index_select=cdp_index_select(self.LUT_LE_INDEX_SELECT, t),
-            lo_index_select=cdp_index_select(self.LUT_LO_INDEX_SELECT, t),
-            le_start=self._s38("LUT_LE_START"),
-            le_end=self._s38("LUT_LE_END"),
-            lo_start=self._s38("LUT_LO_START"),
-            lo_end=self._s38("LUT_LO_END"),
-            uflow_priority=Table(self.LUT_UFLOW_PRIORITY),
-            oflow_priority=Table(self.LUT_OFLOW_PRIORITY),
-            hybrid_priority=Table(self.LUT_HYBRID_PRIORITY),
-            **slopes(self),
+        return lut_config(
+            self, select=lambda name: cdp_index_select(getattr(self, name), t), bound=self._s38
         )

@@ -4,25 +4,51 @@ NVDLA software writes unsigned bit patterns into fixed-width register fields; th
 reads some of them as two's-complement numbers, sometimes with a width different from the field's
 (``conformance/nvdla.md`` §1.1). A register block here is a frozen dataclass whose attributes are
 the raw fields, named exactly as in the NVDLA register manual and declared with :func:`field`
-(width in bits, default). Construction validates every value against its width; the decoding the
-hardware does (sign extension, masking) lives in the blocks' ``decode`` methods, never in the
-stored values, so what you read back is what software wrote.
+(width in bits, default), or all at once from a table with :func:`declare` (repeated groups of
+fields, such as the BS and BN units, then come from one table). Construction validates every
+value against its width; the decoding the hardware does (sign extension, masking) lives in the
+blocks' ``decode`` methods, never in the stored values, so what you read back is what software
+wrote.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import enum
 import numbers
-from collections.abc import Mapping
-from typing import Any, ClassVar
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, TypeVar
 
 from quantemu.errors import InvalidInputError
 from quantemu.intmath import wrap
+
+#: A field's width in bits, or ``(bits, default)`` (the default is 0 otherwise).
+Width = int | tuple[int, int]
+_Block = TypeVar("_Block", bound=type)
 
 
 def field(bits: int, default: int = 0) -> Any:
     """Declare a raw register field of ``bits`` bits (a dataclass field with the width attached)."""
     return dataclasses.field(default=default, metadata={"bits": bits})
+
+
+def declare(layout: Mapping[str, Width]) -> Callable[[_Block], _Block]:
+    """Class decorator: the block becomes a frozen dataclass whose raw fields are ``layout``'s
+    (name -> :data:`Width`), in that order, each as :func:`field` declares it."""
+
+    def build(cls: _Block) -> _Block:
+        cls.__annotations__ = dict.fromkeys(layout, int)
+        for name, width in layout.items():
+            bits, default = (width, 0) if isinstance(width, int) else width
+            setattr(cls, name, field(bits, default))
+        return dataclasses.dataclass(frozen=True)(cls)
+
+    return build
+
+
+def enum_field(name: str, kind: type[enum.IntEnum], doc: str) -> property:
+    """A read-only property: field ``name`` decoded as the enum ``kind``."""
+    return property(lambda block: kind(getattr(block, name)), doc=doc)
 
 
 def sx(raw: int, bits: int) -> int:

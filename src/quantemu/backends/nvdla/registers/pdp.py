@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from quantemu.backends.nvdla.registers.fields import RegisterBlock, field, sx
+from quantemu.backends.nvdla.registers.fields import RegisterBlock, declare, enum_field, sx
 from quantemu.backends.nvdla.registers.types import PdpGeometry, PoolingMethod, Precision, precision
 from quantemu.errors import InvalidInputError, UnsupportedError
 
@@ -15,43 +13,26 @@ _PAD_SIGN_BIT = {
 }
 
 
-@dataclass(frozen=True)
+_FIELDS = {
+    "INPUT_DATA": 2, "POOLING_METHOD": 2, "SPLIT_NUM": 8,
+    "CUBE_IN_WIDTH": 13, "CUBE_IN_HEIGHT": 13, "CUBE_IN_CHANNEL": 13,
+    "CUBE_OUT_WIDTH": 13, "CUBE_OUT_HEIGHT": 13, "CUBE_OUT_CHANNEL": 13,
+    "KERNEL_WIDTH": 4, "KERNEL_HEIGHT": 4, "KERNEL_STRIDE_WIDTH": 4, "KERNEL_STRIDE_HEIGHT": 4,
+    "PAD_LEFT": 3, "PAD_TOP": 3, "PAD_RIGHT": 3, "PAD_BOTTOM": 3,
+    **{f"PAD_VALUE_{n}X": 19 for n in range(1, 8)},
+    "RECIP_KERNEL_WIDTH": (17, 1 << 16), "RECIP_KERNEL_HEIGHT": (17, 1 << 16),
+    # D_OPERATION_MODE_CFG.FLYING_MODE (0 ON: X from the SDP, 1 OFF: X read from memory) and
+    # D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO: in FP16, NaN inputs become +0 when both are 1 (cmod).
+    "FLYING_MODE": 1, "NAN_TO_ZERO": 1,
+}  # fmt: skip
+
+
+@declare(_FIELDS)
 class PdpRegisters(RegisterBlock):
     """PDP fields, ``conformance/nvdla.md`` §4.1 (split-width mode not emulated); FP16 input
     (``INPUT_DATA = 2``) pools as NVIDIA's C model does (``fp16/pdp.py``)."""
 
     UNIT = "PdpRegisters"
-
-    INPUT_DATA: int = field(2)
-    POOLING_METHOD: int = field(2)
-    SPLIT_NUM: int = field(8)
-    CUBE_IN_WIDTH: int = field(13)
-    CUBE_IN_HEIGHT: int = field(13)
-    CUBE_IN_CHANNEL: int = field(13)
-    CUBE_OUT_WIDTH: int = field(13)
-    CUBE_OUT_HEIGHT: int = field(13)
-    CUBE_OUT_CHANNEL: int = field(13)
-    KERNEL_WIDTH: int = field(4)
-    KERNEL_HEIGHT: int = field(4)
-    KERNEL_STRIDE_WIDTH: int = field(4)
-    KERNEL_STRIDE_HEIGHT: int = field(4)
-    PAD_LEFT: int = field(3)
-    PAD_TOP: int = field(3)
-    PAD_RIGHT: int = field(3)
-    PAD_BOTTOM: int = field(3)
-    PAD_VALUE_1X: int = field(19)
-    PAD_VALUE_2X: int = field(19)
-    PAD_VALUE_3X: int = field(19)
-    PAD_VALUE_4X: int = field(19)
-    PAD_VALUE_5X: int = field(19)
-    PAD_VALUE_6X: int = field(19)
-    PAD_VALUE_7X: int = field(19)
-    RECIP_KERNEL_WIDTH: int = field(17, 1 << 16)
-    RECIP_KERNEL_HEIGHT: int = field(17, 1 << 16)
-    # D_OPERATION_MODE_CFG.FLYING_MODE (0 ON: X from the SDP, 1 OFF: X read from memory) and
-    # D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO: in FP16, NaN inputs become +0 when both are 1 (cmod).
-    FLYING_MODE: int = field(1)
-    NAN_TO_ZERO: int = field(1)
 
     def _check(self) -> None:
         precision(self.UNIT, "INPUT_DATA", self.INPUT_DATA, fp16=True)
@@ -112,15 +93,8 @@ class PdpRegisters(RegisterBlock):
                 f"CUBE_IN_CHANNEL = {self.CUBE_IN_CHANNEL}; pooling keeps the channel count"
             )
 
-    @property
-    def input_type(self) -> Precision:
-        """INT8, INT16 or FP16 (input and output)."""
-        return Precision(self.INPUT_DATA)
-
-    @property
-    def method(self) -> PoolingMethod:
-        """AVERAGE, MAX or MIN."""
-        return PoolingMethod(self.POOLING_METHOD)
+    input_type = enum_field("INPUT_DATA", Precision, "INT8, INT16 or FP16 (input and output).")
+    method = enum_field("POOLING_METHOD", PoolingMethod, "AVERAGE, MAX or MIN.")
 
     def geometry(self) -> PdpGeometry:
         """Sizes, kernel, strides and pads as plain counts."""

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from quantemu.backends.nvdla.registers.fields import RegisterBlock, field, sx
+from quantemu.backends.nvdla.registers.fields import RegisterBlock, declare, enum_field, sx
+from quantemu.backends.nvdla.registers.lut import lut_config, slope_fields
 from quantemu.backends.nvdla.registers.types import (
     AluAlgo,
     Converter,
     EwConverter,
-    LeFunction,
     LutConfig,
     OperandSource,
     Precision,
-    Slope,
-    Table,
     XUnit,
     YUnit,
     precision,
@@ -22,97 +18,53 @@ from quantemu.backends.nvdla.registers.types import (
 from quantemu.errors import InvalidInputError, UnsupportedError
 
 
-def slopes(block: RegisterBlock) -> dict[str, Slope]:
-    out = {}
-    for table in ("LE", "LO"):
-        for kind in ("UFLOW", "OFLOW"):
-            name = f"LUT_{table}_SLOPE_{kind}"
-            out[f"{table.lower()}_{kind.lower()}"] = Slope(
-                block.signed(f"{name}_SCALE"), block.signed(f"{name}_SHIFT")
-            )
-    return out
+def _x_unit(u: str) -> dict:
+    """The fields of the X unit ``u`` (BS or BN): the two are laid out alike (§2.1)."""
+    return {
+        f"{u}_BYPASS": (1, 1), f"{u}_ALU_BYPASS": (1, 1), f"{u}_ALU_ALGO": 2, f"{u}_ALU_SRC": 1,
+        f"{u}_ALU_OPERAND": 16, f"{u}_ALU_SHIFT_VALUE": 6, f"{u}_MUL_BYPASS": (1, 1),
+        f"{u}_MUL_SRC": 1, f"{u}_MUL_OPERAND": 16, f"{u}_MUL_PRELU": 1,
+        f"{u}_MUL_SHIFT_VALUE": 8, f"{u}_RELU_BYPASS": (1, 1),
+    }  # fmt: skip
 
 
-@dataclass(frozen=True)
+def _ew_converter(op: str) -> dict:
+    """The converter of the EW operand ``op`` (ALU or MUL) read from memory."""
+    return {f"EW_{op}_CVT_BYPASS": (1, 1), f"EW_{op}_CVT_OFFSET": 32,
+            f"EW_{op}_CVT_SCALE": (16, 1), f"EW_{op}_CVT_TRUNCATE": 6}  # fmt: skip
+
+
+_FIELDS = {
+    "PROC_PRECISION": 2, "OUT_PRECISION": 2,
+    **_x_unit("BS"),
+    **_x_unit("BN"),
+    "EW_BYPASS": (1, 1), "EW_ALU_BYPASS": (1, 1), "EW_ALU_ALGO": 2, "EW_ALU_SRC": 1,
+    "EW_ALU_OPERAND": 32,
+    **_ew_converter("ALU"),
+    "EW_MUL_BYPASS": (1, 1), "EW_MUL_SRC": 1, "EW_MUL_OPERAND": 32, "EW_MUL_PRELU": 1,
+    **_ew_converter("MUL"),
+    "EW_TRUNCATE": 10, "EW_LUT_BYPASS": (1, 1),
+    "LUT_LE_FUNCTION": 1, "LUT_LE_START": 32, "LUT_LE_END": 32, "LUT_LE_INDEX_OFFSET": 8,
+    "LUT_LE_INDEX_SELECT": 8, "LUT_LO_START": 32, "LUT_LO_END": 32, "LUT_LO_INDEX_SELECT": 8,
+    "LUT_HYBRID_PRIORITY": 1, "LUT_UFLOW_PRIORITY": 1, "LUT_OFLOW_PRIORITY": 1,
+    **slope_fields(scales_first=False),
+    "CVT_OFFSET": 32, "CVT_SCALE": (16, 1), "CVT_SHIFT": 6,
+    # D_FEATURE_MODE_CFG.NAN_TO_ZERO (FP16 only: NaN inputs and fp16 operands become +0)
+    "NAN_TO_ZERO": 1,
+}  # fmt: skip
+
+
+@declare(_FIELDS)
 class SdpRegisters(RegisterBlock):
     """SDP (single data point processor) fields, ``conformance/nvdla.md`` §2.1.
 
     Build from raw values, e.g. ``SdpRegisters(CVT_SCALE=3, CVT_SHIFT=1)`` or
     ``SdpRegisters.from_fields(attrs)``; a signed field takes its two's-complement encoding
-    (``CVT_OFFSET=4294967291`` is -5).
+    (``CVT_OFFSET=4294967291`` is -5). The fields are the table above, in its order: the BS and
+    BN units have the same fields, and so have the EW ALU and MUL operands' converters.
     """
 
     UNIT = "SdpRegisters"
-
-    PROC_PRECISION: int = field(2)
-    OUT_PRECISION: int = field(2)
-    BS_BYPASS: int = field(1, 1)
-    BS_ALU_BYPASS: int = field(1, 1)
-    BS_ALU_ALGO: int = field(2)
-    BS_ALU_SRC: int = field(1)
-    BS_ALU_OPERAND: int = field(16)
-    BS_ALU_SHIFT_VALUE: int = field(6)
-    BS_MUL_BYPASS: int = field(1, 1)
-    BS_MUL_SRC: int = field(1)
-    BS_MUL_OPERAND: int = field(16)
-    BS_MUL_PRELU: int = field(1)
-    BS_MUL_SHIFT_VALUE: int = field(8)
-    BS_RELU_BYPASS: int = field(1, 1)
-    BN_BYPASS: int = field(1, 1)
-    BN_ALU_BYPASS: int = field(1, 1)
-    BN_ALU_ALGO: int = field(2)
-    BN_ALU_SRC: int = field(1)
-    BN_ALU_OPERAND: int = field(16)
-    BN_ALU_SHIFT_VALUE: int = field(6)
-    BN_MUL_BYPASS: int = field(1, 1)
-    BN_MUL_SRC: int = field(1)
-    BN_MUL_OPERAND: int = field(16)
-    BN_MUL_PRELU: int = field(1)
-    BN_MUL_SHIFT_VALUE: int = field(8)
-    BN_RELU_BYPASS: int = field(1, 1)
-    EW_BYPASS: int = field(1, 1)
-    EW_ALU_BYPASS: int = field(1, 1)
-    EW_ALU_ALGO: int = field(2)
-    EW_ALU_SRC: int = field(1)
-    EW_ALU_OPERAND: int = field(32)
-    EW_ALU_CVT_BYPASS: int = field(1, 1)
-    EW_ALU_CVT_OFFSET: int = field(32)
-    EW_ALU_CVT_SCALE: int = field(16, 1)
-    EW_ALU_CVT_TRUNCATE: int = field(6)
-    EW_MUL_BYPASS: int = field(1, 1)
-    EW_MUL_SRC: int = field(1)
-    EW_MUL_OPERAND: int = field(32)
-    EW_MUL_PRELU: int = field(1)
-    EW_MUL_CVT_BYPASS: int = field(1, 1)
-    EW_MUL_CVT_OFFSET: int = field(32)
-    EW_MUL_CVT_SCALE: int = field(16, 1)
-    EW_MUL_CVT_TRUNCATE: int = field(6)
-    EW_TRUNCATE: int = field(10)
-    EW_LUT_BYPASS: int = field(1, 1)
-    LUT_LE_FUNCTION: int = field(1)
-    LUT_LE_START: int = field(32)
-    LUT_LE_END: int = field(32)
-    LUT_LE_INDEX_OFFSET: int = field(8)
-    LUT_LE_INDEX_SELECT: int = field(8)
-    LUT_LO_START: int = field(32)
-    LUT_LO_END: int = field(32)
-    LUT_LO_INDEX_SELECT: int = field(8)
-    LUT_HYBRID_PRIORITY: int = field(1)
-    LUT_UFLOW_PRIORITY: int = field(1)
-    LUT_OFLOW_PRIORITY: int = field(1)
-    LUT_LE_SLOPE_UFLOW_SCALE: int = field(16)
-    LUT_LE_SLOPE_UFLOW_SHIFT: int = field(5)
-    LUT_LE_SLOPE_OFLOW_SCALE: int = field(16)
-    LUT_LE_SLOPE_OFLOW_SHIFT: int = field(5)
-    LUT_LO_SLOPE_UFLOW_SCALE: int = field(16)
-    LUT_LO_SLOPE_UFLOW_SHIFT: int = field(5)
-    LUT_LO_SLOPE_OFLOW_SCALE: int = field(16)
-    LUT_LO_SLOPE_OFLOW_SHIFT: int = field(5)
-    CVT_OFFSET: int = field(32)
-    CVT_SCALE: int = field(16, 1)
-    CVT_SHIFT: int = field(6)
-    # D_FEATURE_MODE_CFG.NAN_TO_ZERO (FP16 only: NaN inputs and fp16 operands become +0)
-    NAN_TO_ZERO: int = field(1)
 
     def _check(self) -> None:
         proc = precision(self.UNIT, "PROC_PRECISION", self.PROC_PRECISION, fp16=True)
@@ -124,15 +76,10 @@ class SdpRegisters(RegisterBlock):
                 "probably not a supported configuration; use OUT_PRECISION = 1 (INT16) or 2 (FP16)"
             )
 
-    @property
-    def proc_precision(self) -> Precision:
-        """The processing precision: INT8/INT16 (integer pipeline) or FP16."""
-        return Precision(self.PROC_PRECISION)
-
-    @property
-    def out_precision(self) -> Precision:
-        """The output word: INT8, INT16 (§2.5) or FP16."""
-        return Precision(self.OUT_PRECISION)
+    proc_precision = enum_field(
+        "PROC_PRECISION", Precision, "The processing precision: INT8/INT16 (integer) or FP16."
+    )
+    out_precision = enum_field("OUT_PRECISION", Precision, "The output word: INT8, INT16 or FP16.")
 
     @property
     def compare_mode(self) -> bool:
@@ -196,20 +143,7 @@ class SdpRegisters(RegisterBlock):
 
     def lut(self) -> LutConfig:
         """Decode the LUT registers: int8 selects/offset, int32 starts/ends (§2.4)."""
-        return LutConfig(
-            le_function=LeFunction(self.LUT_LE_FUNCTION),
-            le_index_offset=self.signed("LUT_LE_INDEX_OFFSET"),
-            le_index_select=self.signed("LUT_LE_INDEX_SELECT"),
-            lo_index_select=self.signed("LUT_LO_INDEX_SELECT"),
-            le_start=self.signed("LUT_LE_START"),
-            le_end=self.signed("LUT_LE_END"),
-            lo_start=self.signed("LUT_LO_START"),
-            lo_end=self.signed("LUT_LO_END"),
-            uflow_priority=Table(self.LUT_UFLOW_PRIORITY),
-            oflow_priority=Table(self.LUT_OFLOW_PRIORITY),
-            hybrid_priority=Table(self.LUT_HYBRID_PRIORITY),
-            **slopes(self),
-        )
+        return lut_config(self, select=self.signed, bound=self.signed)
 
     def output_converter(self) -> Converter:
         """Decode the output converter C (§2.5)."""
