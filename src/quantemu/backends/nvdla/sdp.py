@@ -122,7 +122,7 @@ def sdp(
     """
     operands = known_operands(operands)
     if regs.proc_precision is Precision.FP16:
-        return sdp_fp16(x, regs, operands=operands, lut_le=lut_le, lut_lo=lut_lo)
+        return sdp_fp16(x, regs, operands, lut_le, lut_lo)
     xa = _checked(x, "X", 32)
     zero = np.zeros((), dtype=np.int64)  # broadcasts like a per-element zero operand
     mem = memory_operands(operands, lambda a, n: _checked(a, n, 16, xa.shape), zero)

@@ -312,18 +312,12 @@ def _input(x) -> np.ndarray:
     )
 
 
-def sdp_fp16(
-    x,
-    regs: SdpRegisters,
-    *,
-    operands: Mapping[str, np.ndarray] | None = None,
-    lut_le=None,
-    lut_lo=None,
-) -> SdpResult:
+def sdp_fp16(x, regs: SdpRegisters, operands: Mapping | None, lut_le, lut_lo) -> SdpResult:
     """The SDP with ``PROC_PRECISION = FP16`` (steps 1-5), what
     :func:`~quantemu.backends.nvdla.sdp.sdp` runs for it: ``x`` is fp16 words from memory
     (float16, or raw uint16) or the fp32 words CACC sends (float32, or raw uint32); the
-    ``operands`` (named as for ``sdp``) and the LUT tables are fp16. ``y`` is the output word.
+    ``operands`` (arrays by name, as for ``sdp``) and the LUT tables (None when the LUT is
+    bypassed) are fp16. ``y`` is the output word.
     """
     operands = known_operands(operands)
     if regs.proc_precision is not Precision.FP16:

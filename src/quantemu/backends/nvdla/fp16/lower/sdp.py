@@ -73,7 +73,7 @@ class Fp16Pass:
         operands = {k: v.reshape(shape) for k, v in self.channel_operands.items()}
         operands.update(element or {})
         le, lo = self.lut if self.lut is not None else (None, None)
-        return sdp_fp16(x, self.regs, operands=operands, lut_le=le, lut_lo=lo)
+        return sdp_fp16(x, self.regs, operands, le, lo)
 
 
 def run_passes(passes: Sequence[Fp16Pass], x: np.ndarray, element=None):
