@@ -14,7 +14,7 @@ import numpy as np
 
 from quantemu.backends.nvdla.cacc import cacc
 from quantemu.backends.nvdla.cdp import cdp_window
-from quantemu.backends.nvdla.fp16.cc import CONV_ATTRS, conv_fp16_attrs
+from quantemu.backends.nvdla.fp16.cc import conv_fp16
 from quantemu.backends.nvdla.operands import OPERANDS
 from quantemu.backends.nvdla.pdp import pdp_avg, pdp_max, pdp_min
 from quantemu.backends.nvdla.registers import (
@@ -108,9 +108,25 @@ def cacc_case(inputs: Mapping[str, np.ndarray], attrs: Mapping[str, Any]) -> dic
     return {"Y": r.y, "SAT_COUNT": r.SAT_COUNT}
 
 
+#: the attrs of a ``conv_fp16`` case (plain values; PAD_VALUE an fp16 word)
+CONV_ATTRS = ("STRIDE_X", "STRIDE_Y", "DILATION_X", "DILATION_Y")
+CONV_ATTRS += ("PAD_LEFT", "PAD_TOP", "PAD_RIGHT", "PAD_BOTTOM", "PAD_VALUE")
+
+
 @register("nvdla", "conv_fp16", attrs=frozenset(CONV_ATTRS))
 def conv_fp16_case(inputs: Mapping[str, np.ndarray], attrs: Mapping[str, Any]) -> dict:
     """Direct convolution in FP16 through CMAC and CACC: the fp32 words sent to the SDP."""
     _no_extra_inputs(inputs, {"X", "W"}, "conv_fp16")
     x, w = _input(inputs, "X", "conv_fp16"), _input(inputs, "W", "conv_fp16")
-    return {"Y": conv_fp16_attrs(x, w, attrs)}
+    missing = sorted(set(CONV_ATTRS) - set(attrs))
+    if missing:
+        raise InvalidInputError(f"conv_fp16: attrs {', '.join(missing)} are missing")
+    y = conv_fp16(
+        x,
+        w,
+        stride=(attrs["STRIDE_Y"], attrs["STRIDE_X"]),
+        dilation=(attrs["DILATION_Y"], attrs["DILATION_X"]),
+        padding=tuple(attrs[n] for n in ("PAD_LEFT", "PAD_TOP", "PAD_RIGHT", "PAD_BOTTOM")),
+        pad_value=attrs["PAD_VALUE"],
+    )
+    return {"Y": y}

@@ -47,6 +47,7 @@ _I = np.int64
 _M38 = (1 << 38) - 1
 _M40 = (1 << 40) - 1
 CHANNELS = 64  # PARALLEL_CHANNEL_NUM: fp16 channels per atomic op
+MAX_GEOMETRY = 1 << 13  # strides, dilations and pads: NVDLA's 13-bit cube sizes bound them
 
 
 def _sx(v, bits: int):
@@ -282,25 +283,4 @@ def conv_fp16(x, w, *, stride=1, dilation=1, padding=0, pad_value: int = 0) -> n
     """
     return conv_fp16_grouped(
         x, w, groups=1, stride=stride, dilation=dilation, padding=padding, pad_value=pad_value
-    )
-
-
-#: the attrs of a ``conv_fp16`` conformance case (plain values; PAD_VALUE an fp16 word)
-MAX_GEOMETRY = 1 << 13  # strides, dilations and pads: NVDLA's 13-bit cube sizes bound them
-CONV_ATTRS = ("STRIDE_X", "STRIDE_Y", "DILATION_X", "DILATION_Y")
-CONV_ATTRS += ("PAD_LEFT", "PAD_TOP", "PAD_RIGHT", "PAD_BOTTOM", "PAD_VALUE")
-
-
-def conv_fp16_attrs(x, w, attrs) -> np.ndarray:
-    """:func:`conv_fp16` with the geometry given as the vectors' attrs (:data:`CONV_ATTRS`)."""
-    missing = sorted(set(CONV_ATTRS) - set(attrs))
-    if missing:
-        raise InvalidInputError(f"conv_fp16: attrs {', '.join(missing)} are missing")
-    return conv_fp16(
-        x,
-        w,
-        stride=(attrs["STRIDE_Y"], attrs["STRIDE_X"]),
-        dilation=(attrs["DILATION_Y"], attrs["DILATION_X"]),
-        padding=tuple(attrs[n] for n in ("PAD_LEFT", "PAD_TOP", "PAD_RIGHT", "PAD_BOTTOM")),
-        pad_value=attrs["PAD_VALUE"],
     )
