@@ -22,6 +22,15 @@ from quantemu.program.options import LoweringOptions
 def test_every_tflite_family_target_supplies_the_protocol(options):
     assert isinstance(options, TfliteFamilyOptions)
     assert isinstance(options.kernel_runtime, TfliteRuntime)
+    assert isinstance(options.missing_builtins, frozenset)
+
+
+def test_xmos_host_interpreter_lacks_what_it_lacks():
+    assert Options.from_mapping({"runtime": "xmos_tflite_micro"}).missing_builtins == {
+        "BATCH_MATMUL",
+        "SQUARED_DIFFERENCE",
+    }
+    assert Options.from_mapping({"runtime": "tflite_micro"}).missing_builtins == frozenset()
 
 
 def test_options_without_the_protocol_are_refused_by_name():

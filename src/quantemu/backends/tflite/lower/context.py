@@ -53,8 +53,8 @@ class TfliteContext(LoweringContext):
         if not isinstance(self.options, TfliteFamilyOptions):
             raise TypeError(
                 f"{type(self).__name__}: {type(self.options).__name__} lacks what the tflite "
-                "rules read (kernel_runtime, inplace_calibration, fc_first_channel_scale: "
-                "TfliteFamilyOptions)"
+                "rules read (kernel_runtime, inplace_calibration, fc_first_channel_scale, "
+                "missing_builtins: TfliteFamilyOptions)"
             )
 
     def encoding(self, name: str) -> LinearEncoding:

@@ -28,7 +28,6 @@ from quantemu.backends.tflite.elementwise_params import (
     sub_params,
 )
 from quantemu.backends.tflite.lower.context import TfliteContext
-from quantemu.backends.tflite.lower.options import Runtime
 from quantemu.backends.tflite.maximum_minimum import maximum_int8, minimum_int8
 from quantemu.backends.tflite.params import RequantizeParams, requantize_params
 from quantemu.backends.tflite.requant import requantize
@@ -136,7 +135,7 @@ def lower_squared_difference(ctx: TfliteContext, node: Node) -> Layer:
     """SquaredDifference: SQUARED_DIFFERENCE (each operand on its own quantization). XMOS's
     host interpreter (``runtime=xmos_tflite_micro``) registers no such kernel; xcore-opt keeps
     the builtin, which the device's TFLite-Micro runs (the xs3 rules)."""
-    if getattr(ctx.options, "runtime", None) is Runtime.XMOS_TFLITE_MICRO:
+    if "SQUARED_DIFFERENCE" in ctx.options.missing_builtins:
         raise NotLowerable(
             "XMOS's host interpreter (xmos-ai-tools 1.4.2) registers no SQUARED_DIFFERENCE "
             "kernel (\"Didn't find op for builtin opcode 'SQUARED_DIFFERENCE'\"); runtime "

@@ -22,7 +22,7 @@ class TfliteFamilyOptions(Protocol):
 
     The rules (``tflite/lower/rules.py`` and its neighbours) run unchanged for every target of
     the TFLite family (``tflite`` itself; ``xs3``, whose xcore-opt path leaves TFLite-Micro
-    kernels in the model): they read the target's choices through these three properties only,
+    kernels in the model): they read the target's choices through these four properties only,
     and :class:`~quantemu.backends.tflite.lower.context.TfliteContext` refuses options that
     lack one. ARCHITECTURE.md ("The TFLite family") says how a new target supplies them.
     """
@@ -41,6 +41,15 @@ class TfliteFamilyOptions(Protocol):
     def fc_first_channel_scale(self) -> bool:
         """Whether per-channel FULLY_CONNECTED weights run with channel 0's scale for every
         channel (XMOS's runtime)."""
+
+    @property
+    def missing_builtins(self) -> frozenset[str]:
+        """The TFLite builtins the target's runtime registers no kernel for (their rules
+        refuse them with the runtime's own message)."""
+
+
+#: What XMOS's host interpreter (xmos-ai-tools 1.4.2) lacks among the builtins quantemu lowers.
+XMOS_HOST_MISSING = frozenset({"BATCH_MATMUL", "SQUARED_DIFFERENCE"})
 
 
 class KernelSet(Enum):
@@ -99,6 +108,11 @@ class Options(LoweringOptions):
     def fc_first_channel_scale(self) -> bool:
         """Per-channel FULLY_CONNECTED weights run with channel 0's scale (XMOS's runtime)."""
         return self.runtime is Runtime.XMOS_TFLITE_MICRO
+
+    @property
+    def missing_builtins(self) -> frozenset[str]:
+        """XMOS's host interpreter lacks some builtins; LiteRT and TFLite-Micro have them."""
+        return XMOS_HOST_MISSING if self.runtime is Runtime.XMOS_TFLITE_MICRO else frozenset()
 
     def __post_init__(self) -> None:
         if self.kernels is KernelSet.OPTIMIZED:

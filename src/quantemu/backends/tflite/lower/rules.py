@@ -40,7 +40,6 @@ from quantemu.backends.tflite.lower.layers import (
     PoolLayer,
     RequantizeLayer,
 )
-from quantemu.backends.tflite.lower.options import Runtime
 from quantemu.backends.tflite.params import (
     FusedActivation,
     TfliteRuntime,
@@ -142,7 +141,7 @@ def lower_matmul(ctx: TfliteContext, node: Node) -> Layer:
             f"a constant first operand ({a}) times an activation: BATCH_MATMUL here takes two "
             "activations; transpose the product so the constant is the second operand"
         )
-    if getattr(ctx.options, "runtime", None) is Runtime.XMOS_TFLITE_MICRO:
+    if "BATCH_MATMUL" in ctx.options.missing_builtins:
         raise NotLowerable(
             "both operands are activations (BATCH_MATMUL) and XMOS's runtime (xmos-ai-tools "
             "1.4.2) registers no BATCH_MATMUL kernel; runtime 'tflite_micro' or "

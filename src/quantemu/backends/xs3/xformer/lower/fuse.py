@@ -73,7 +73,7 @@ def absorb(ctx: Xs3Context, node: Node) -> Node:
 
 def is_absorbed(ctx: Xs3Context, node: Node) -> bool:
     """Whether ``node`` was fused into the convolution before it."""
-    return node.name in getattr(ctx, "absorbed", ())
+    return node.name in ctx.absorbed
 
 
 def pass_on(ctx: Xs3Context, node: Node) -> Layer:
