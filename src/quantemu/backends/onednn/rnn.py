@@ -257,18 +257,9 @@ def lstm(
     ``src_iter`` (L, D, N, DHC) u8 (when None: the quantized zero, ``sat(rne(shift))``);
     ``src_iter_c`` (L, D, N, DHC) f32 (zeros when None).
     """
-    inputs = check_inputs(
-        RnnCell.LSTM,
-        params,
-        src_layer=src_layer,
-        weights_layer=weights_layer,
-        weights_iter=weights_iter,
-        weights_scales=weights_scales,
-        bias=bias,
-        src_iter=src_iter,
-        src_iter_c=src_iter_c,
-    )
-    return rnn_forward(inputs, params)
+    src = (src_layer, src_iter, src_iter_c)
+    weights = (weights_layer, weights_iter, weights_scales)
+    return rnn_forward(check_inputs(RnnCell.LSTM, params, src, weights, bias), params)
 
 
 def gru(
@@ -288,15 +279,6 @@ def gru(
     (``lbr_gru``) is refused: oneDNN 3.2.0 has no int8 implementation of it.
     """
     cell = RnnCell.LBR_GRU if linear_before_reset else RnnCell.GRU
-    inputs = check_inputs(
-        cell,
-        params,
-        src_layer=src_layer,
-        weights_layer=weights_layer,
-        weights_iter=weights_iter,
-        weights_scales=weights_scales,
-        bias=bias,
-        src_iter=src_iter,
-        src_iter_c=None,
-    )
-    return rnn_forward(inputs, params)
+    src = (src_layer, src_iter, None)
+    weights = (weights_layer, weights_iter, weights_scales)
+    return rnn_forward(check_inputs(cell, params, src, weights, bias), params)

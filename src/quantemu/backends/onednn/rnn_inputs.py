@@ -103,24 +103,18 @@ def _states(params: RnnParams, cell: RnnCell, shape, src_iter, src_iter_c):
     return src_iter, src_iter_c
 
 
-def check_inputs(
-    cell: RnnCell,
-    params: RnnParams,
-    *,
-    src_layer,
-    weights_layer,
-    weights_iter,
-    weights_scales,
-    bias,
-    src_iter,
-    src_iter_c,
-) -> RnnInputs:
-    """:class:`RnnInputs` from user arrays; ``InvalidInputError`` naming the offending tensor."""
+def check_inputs(cell: RnnCell, params: RnnParams, src: tuple, weights: tuple, bias) -> RnnInputs:
+    """:class:`RnnInputs` from user arrays; ``InvalidInputError`` naming the offending tensor.
+
+    ``src`` is ``(src_layer, src_iter, src_iter_c)``, ``weights`` ``(weights_layer,
+    weights_iter, weights_scales)`` (:func:`~quantemu.backends.onednn.rnn.lstm` says what each is).
+    """
+    src_layer, src_iter, src_iter_c = src
     if cell is RnnCell.LBR_GRU:
         _refuse_lbr()
     if not isinstance(params, RnnParams):
         raise InvalidInputError(f"rnn params must be an RnnParams, got {type(params).__name__}")
-    wl, wi, ws = _weights(params, cell, weights_layer, weights_iter, weights_scales)
+    wl, wi, ws = _weights(params, cell, *weights)
     layers, dirs, slc, g, dhc = wl.shape
     x = _array("src_layer", src_layer, "uint8", 3)
     if x.shape[2] != slc or x.shape[0] < 1 or x.shape[1] < 1:
