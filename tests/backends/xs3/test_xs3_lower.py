@@ -16,6 +16,7 @@ from quantemu.backends.tflite.quantize import (
     quantize_bias,
     quantize_weights,
 )
+from quantemu.backends.xs3.lower.options import Options
 from quantemu.backends.xs3.lower.toolchains import lower
 from quantemu.calibration.ranges import CalibrationRanges, TensorRange
 from quantemu.data import demo_dataset, demo_model_path
@@ -25,6 +26,11 @@ from quantemu.graph import load_onnx, optimize
 # These tests pin the tflite2xcore (BSO) generation; the xformer path is tested with the models.
 BSO = "tflite2xcore"
 RNG = np.random.default_rng(7)
+
+
+def _lower(graph, ranges, **options):
+    """``lower()`` with keyword options, typed as a run's plan types them."""
+    return lower(graph, ranges, Options.from_mapping(options))
 
 
 def _compile(proto, calib, **options):
@@ -217,7 +223,7 @@ def test_add_layer_equals_a_scalar_transcription_of_tflite():
     b = (3 * RNG.normal(size=(2, 4, 3, 3))).astype(np.float32)
     graph = optimize(load_onnx(proto))
     ranges = quantemu.calibrate(graph, {"a": a, "b": b}, progress=False)
-    lowered = lower(graph, ranges, toolchain=BSO)
+    lowered = _lower(graph, ranges, toolchain=BSO)
     (layer,) = lowered.layers
     from quantemu.simulate import run_lowered
 
@@ -270,12 +276,12 @@ def test_unknown_and_bad_options_are_errors():
     graph = optimize(load_onnx(proto))
     ranges = quantemu.calibrate(graph, x, progress=False)
     with pytest.raises(InvalidInputError, match=r"model = 'fpga'.*'host_reference', 'device'"):
-        lower(graph, ranges, toolchain=BSO, model="fpga")
+        _lower(graph, ranges, toolchain=BSO, model="fpga")
     # Text is typed by the field (LoweringOptions.from_mapping); other types by Options itself.
     with pytest.raises(InvalidInputError, match=r"symmetric_saturation = 'maybe'; use true or"):
         _compile(proto, x, symmetric_saturation="maybe")
     with pytest.raises(InvalidInputError, match=r"activation_clamp = 2; use True or False"):
-        lower(graph, ranges, toolchain=BSO, activation_clamp=2)
+        _lower(graph, ranges, toolchain=BSO, activation_clamp=2)
 
 
 def test_unsupported_operators_and_attributes_are_errors():
@@ -356,9 +362,9 @@ def test_activation_clamp_option_and_counter():
     ranges = _fixed_ranges(graph, x, y=(-4.0, 4.0))
     from quantemu.simulate import run_lowered
 
-    plain = run_lowered(lower(graph, ranges, toolchain=BSO), graph.outputs, {"x": x})
+    plain = run_lowered(_lower(graph, ranges, toolchain=BSO), graph.outputs, {"x": x})
     clamped = run_lowered(
-        lower(graph, ranges, toolchain=BSO, activation_clamp=True), graph.outputs, {"x": x}
+        _lower(graph, ranges, toolchain=BSO, activation_clamp=True), graph.outputs, {"x": x}
     )
     zp = plain.tensors["y"].encoding.zero_point
     assert zp == -1  # -128 + round_half_away(127.5)
@@ -367,7 +373,7 @@ def test_activation_clamp_option_and_counter():
     assert clamped.counters["conv"]["activation_clamped"] == moved
     assert clamped.tensors["y"].codes.min() == zp
     assert (
-        lower(graph, ranges, toolchain=BSO, activation_clamp=True).header["activation_clamp"]
+        _lower(graph, ranges, toolchain=BSO, activation_clamp=True).header["activation_clamp"]
         == "True"
     )
 
@@ -378,12 +384,12 @@ def test_symmetric_saturation_and_device_model_options():
     graph = optimize(load_onnx(_conv_model(16, 8, 3)))
     x = RNG.normal(size=(2, 16, 9, 9)).astype(np.float32)
     ranges = quantemu.calibrate(graph, x, progress=False)
-    sym = lower(graph, ranges, toolchain=BSO, symmetric_saturation=True, model=xs3.Model.DEVICE)
+    sym = _lower(graph, ranges, toolchain=BSO, symmetric_saturation=True, model=xs3.Model.DEVICE)
     assert sym.header["symmetric_saturation"] == "True" and sym.header["model"] == "device"
     assert sym.layers[0].params.options == xs3.OutputOptions(True, xs3.Model.DEVICE)
     low = run_lowered(sym, graph.outputs, {"x": 8 * x}).tensors["y"].codes.min()
     assert low == -127
-    plain = run_lowered(lower(graph, ranges, toolchain=BSO), graph.outputs, {"x": 8 * x})
+    plain = run_lowered(_lower(graph, ranges, toolchain=BSO), graph.outputs, {"x": 8 * x})
     assert plain.tensors["y"].codes.min() == -128
 
 

@@ -70,12 +70,10 @@ def prepare(graph: Graph, options: Options) -> Graph:
     return graph
 
 
-def lower(graph: Graph, ranges, options: Options | None = None, **kwargs) -> LoweredModel:
-    """Lower an optimized ``graph`` with calibrated ``ranges`` onto XS3 (module docstring).
-
-    ``options``: an :class:`Options`, or keyword options for :meth:`Options.from_mapping`.
-    """
-    opts = options if isinstance(options, Options) else Options.from_mapping(kwargs)
+def lower(graph: Graph, ranges, options: Options) -> LoweredModel:
+    """Lower an optimized ``graph`` with calibrated ``ranges`` and typed ``options`` onto XS3
+    (module docstring)."""
+    opts = Options.checked(options)
     ctx = Xs3Context(graph, ranges, opts)
     encodings = {info.name: ctx.input_encoding(info.name) for info in graph.inputs}
     return LoweredModel("xs3", encodings, RULES[opts.toolchain].lower_graph(ctx), header(opts))
