@@ -179,6 +179,18 @@ def _check_type(value: Any, cls: type, where: str) -> None:
         raise InvalidInputError(f"{where} must be a {cls.__name__}, got {type(value).__name__}")
 
 
+def check_fields(obj: object, op: str, **kinds: type) -> None:
+    """Each field ``name=cls`` of the frozen dataclass ``obj``: an enum field becomes its member
+    (given the member or its value, :func:`as_enum`), any other must be a ``cls``; errors name
+    ``"{op} {name}"``."""
+    for name, cls in kinds.items():
+        value, where = getattr(obj, name), f"{op} {name}"
+        if issubclass(cls, enum.Enum):
+            _set(obj, name, as_enum(cls, value, where))
+        else:
+            _check_type(value, cls, where)
+
+
 def describe_operand(x: object) -> str:
     """What an operand is, for error messages: an array's dtype and shape, else its type name."""
     if isinstance(x, np.ndarray):
@@ -196,9 +208,7 @@ class MatmulParams:
     src_zero_point: int = 0
 
     def __post_init__(self) -> None:
-        _set(self, "isa", as_enum(Isa, self.isa, "matmul isa"))
-        _set(self, "src_dt", as_enum(SrcType, self.src_dt, "matmul src_dt"))
-        _set(self, "api", as_enum(MatmulApi, self.api, "matmul api"))
+        check_fields(self, "matmul", isa=Isa, src_dt=SrcType, api=MatmulApi)
         _set(self, "src_zero_point", as_int(self.src_zero_point, "matmul src_zero_point"))
 
 
@@ -244,10 +254,7 @@ class Conv2dParams:
     src_zero_point: int = 0
 
     def __post_init__(self) -> None:
-        _set(self, "isa", as_enum(Isa, self.isa, "conv2d isa"))
-        _set(self, "src_dt", as_enum(SrcType, self.src_dt, "conv2d src_dt"))
-        _set(self, "impl", as_enum(ConvImpl, self.impl, "conv2d impl"))
-        _check_type(self.geometry, ConvGeometry, "conv2d geometry")
+        check_fields(self, "conv2d", isa=Isa, src_dt=SrcType, impl=ConvImpl, geometry=ConvGeometry)
         _set(self, "src_zero_point", as_int(self.src_zero_point, "conv2d src_zero_point"))
 
 
@@ -299,9 +306,7 @@ class QuantizedLinearParams:
     quant: Requantization
 
     def __post_init__(self) -> None:
-        _set(self, "isa", as_enum(Isa, self.isa, "quantized_linear isa"))
-        _set(self, "impl", as_enum(QuantizedImpl, self.impl, "quantized_linear impl"))
-        _check_type(self.quant, Requantization, "quantized_linear quant")
+        check_fields(self, "quantized_linear", isa=Isa, impl=QuantizedImpl, quant=Requantization)
         if self.impl in (QuantizedImpl.JIT_AVX512, QuantizedImpl.REF):
             raise InvalidInputError(
                 f"quantized_linear impl = {self.impl.value!r}: PyTorch's linear runs gemm:jit "
@@ -319,14 +324,39 @@ class QuantizedConv2dParams:
     geometry: ConvGeometry = ConvGeometry()
 
     def __post_init__(self) -> None:
-        _set(self, "isa", as_enum(Isa, self.isa, "quantized_conv2d isa"))
-        _set(self, "impl", as_enum(QuantizedImpl, self.impl, "quantized_conv2d impl"))
-        _check_type(self.quant, Requantization, "quantized_conv2d quant")
-        _check_type(self.geometry, ConvGeometry, "quantized_conv2d geometry")
+        check_fields(
+            self,
+            "quantized_conv2d",
+            isa=Isa,
+            impl=QuantizedImpl,
+            quant=Requantization,
+            geometry=ConvGeometry,
+        )
+
+
+class _PoolWindow:
+    """What both pooling parameter sets hold besides their own fields: ``isa``, ``kernel``,
+    ``strides`` and ``pads`` (checked by :meth:`_check_window`), and the window's geometry."""
+
+    isa: Isa
+    kernel: tuple[int, int]
+    strides: tuple[int, int]
+    pads: tuple[int, int, int, int]
+
+    def _check_window(self, op: str) -> None:
+        check_fields(self, op, isa=Isa)
+        _set(self, "kernel", as_int_tuple(self.kernel, 2, f"{op} kernel", 1))
+        _set(self, "strides", as_int_tuple(self.strides, 2, f"{op} strides", 1))
+        _set(self, "pads", as_int_tuple(self.pads, 4, f"{op} pads", 0))
+
+    @property
+    def geometry(self) -> ConvGeometry:
+        """The window geometry as a dense, ungrouped convolution geometry."""
+        return ConvGeometry(self.strides, self.pads)
 
 
 @dataclasses.dataclass(frozen=True)
-class AvgPool2dParams:
+class AvgPool2dParams(_PoolWindow):
     """``avg_pool2d`` (page §7). ``isa`` has no effect on the value."""
 
     isa: Isa
@@ -337,25 +367,17 @@ class AvgPool2dParams:
     pads: tuple[int, int, int, int] = (0, 0, 0, 0)
 
     def __post_init__(self) -> None:
-        _set(self, "isa", as_enum(Isa, self.isa, "avg_pool2d isa"))
-        _set(self, "kernel", as_int_tuple(self.kernel, 2, "avg_pool2d kernel", 1))
-        _set(self, "impl", as_enum(PoolImpl, self.impl, "avg_pool2d impl"))
-        _set(self, "strides", as_int_tuple(self.strides, 2, "avg_pool2d strides", 1))
-        _set(self, "pads", as_int_tuple(self.pads, 4, "avg_pool2d pads", 0))
+        self._check_window("avg_pool2d")
+        check_fields(self, "avg_pool2d", impl=PoolImpl)
         if not isinstance(self.exclude_padding, (bool, np.bool_)):
             raise InvalidInputError(
                 f"avg_pool2d exclude_padding = {self.exclude_padding!r} must be true or false"
             )
         _set(self, "exclude_padding", bool(self.exclude_padding))
 
-    @property
-    def geometry(self) -> ConvGeometry:
-        """The window geometry as a dense, ungrouped convolution geometry."""
-        return ConvGeometry(self.strides, self.pads)
-
 
 @dataclasses.dataclass(frozen=True)
-class MaxPool2dParams:
+class MaxPool2dParams(_PoolWindow):
     """``max_pool2d`` (page §7). ``isa`` has no effect on the value."""
 
     isa: Isa
@@ -364,15 +386,7 @@ class MaxPool2dParams:
     pads: tuple[int, int, int, int] = (0, 0, 0, 0)
 
     def __post_init__(self) -> None:
-        _set(self, "isa", as_enum(Isa, self.isa, "max_pool2d isa"))
-        _set(self, "kernel", as_int_tuple(self.kernel, 2, "max_pool2d kernel", 1))
-        _set(self, "strides", as_int_tuple(self.strides, 2, "max_pool2d strides", 1))
-        _set(self, "pads", as_int_tuple(self.pads, 4, "max_pool2d pads", 0))
-
-    @property
-    def geometry(self) -> ConvGeometry:
-        """The window geometry as a dense, ungrouped convolution geometry."""
-        return ConvGeometry(self.strides, self.pads)
+        self._check_window("max_pool2d")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -385,8 +399,7 @@ class ReorderParams:
     dst_scale: float = 1.0
 
     def __post_init__(self) -> None:
-        _set(self, "isa", as_enum(Isa, self.isa, "reorder isa"))
-        _set(self, "dst_dt", as_enum(DstType, self.dst_dt, "reorder dst_dt"))
+        check_fields(self, "reorder", isa=Isa, dst_dt=DstType)
         _set(self, "src_scale", as_binary32(self.src_scale, "reorder src_scale"))
         _set(self, "dst_scale", as_binary32(self.dst_scale, "reorder dst_scale"))
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from quantemu.backends.onednn.params import Isa, as_binary32, as_enum
+from quantemu.backends.onednn.params import Isa, as_binary32, check_fields
 from quantemu.errors import InvalidInputError, UnsupportedError
 
 __all__ = ["WEIGHTS_MASKS", "RnnCell", "RnnDirection", "RnnParams"]
@@ -81,10 +81,7 @@ class RnnParams:
     weights_scales_mask: int = 24
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "isa", as_enum(Isa, self.isa, "rnn isa"))
-        object.__setattr__(
-            self, "direction", as_enum(RnnDirection, self.direction, "rnn direction")
-        )
+        check_fields(self, "rnn", isa=Isa, direction=RnnDirection)
         object.__setattr__(self, "data_scale", as_binary32(self.data_scale, "rnn data_scale"))
         object.__setattr__(self, "data_shift", _shift(self.data_shift))
         mask = self.weights_scales_mask
