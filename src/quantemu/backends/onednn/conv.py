@@ -18,7 +18,7 @@ from quantemu.backends.onednn.params import (
     Conv2dParams,
     ConvImpl,
     SrcType,
-    describe_operand,
+    check_operand,
 )
 from quantemu.errors import InvalidInputError, UnsupportedError
 from quantemu.intmath import shift_right_round_half_even
@@ -187,16 +187,9 @@ def _in_bounds_weight_sums(hw, geometry, layout, out_hw, wcols) -> np.ndarray:
 
 def _check(x: np.ndarray, w: np.ndarray, params: Conv2dParams) -> tuple[int, int]:
     """Validate the operands; return ``(OH, OW)``."""
-    want = _SRC_DTYPES[params.src_dt]
-    if not isinstance(x, np.ndarray) or x.dtype != want or x.ndim != 4:
-        raise InvalidInputError(
-            f"conv2d: x must be a 4-D (N, C, H, W) {np.dtype(want).name} array for src_dt = "
-            f"{params.src_dt.value!r}, got {describe_operand(x)}"
-        )
-    if not isinstance(w, np.ndarray) or w.dtype != np.int8 or w.ndim != 4:
-        raise InvalidInputError(
-            f"conv2d: w must be a 4-D (O, C/groups, KH, KW) int8 array, got {describe_operand(w)}"
-        )
+    for_src = f" for src_dt = {params.src_dt.value!r}"
+    check_operand(x, "conv2d: x", _SRC_DTYPES[params.src_dt], 4, "(N, C, H, W)", note=for_src)
+    check_operand(w, "conv2d: w", np.int8, 4, "(O, C/groups, KH, KW)")
     check_conv_shapes("conv2d", x.shape, w.shape, params.geometry.groups)
     out_hw = params.geometry.output_size(x.shape[2], x.shape[3], w.shape[2], w.shape[3])
     _check_defects(params, w.shape, out_hw)

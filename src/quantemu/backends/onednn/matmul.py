@@ -14,7 +14,7 @@ from quantemu.backends.onednn.params import (
     MatmulApi,
     MatmulParams,
     SrcType,
-    describe_operand,
+    check_operand,
 )
 from quantemu.errors import InvalidInputError, UnsupportedError
 
@@ -90,14 +90,9 @@ def to_int32(c: np.ndarray, where: str) -> np.ndarray:
 
 
 def _check_operands(a: np.ndarray, b: np.ndarray, params: MatmulParams) -> None:
-    want = _SRC_DTYPES[params.src_dt]
-    if not isinstance(a, np.ndarray) or a.dtype != want or a.ndim != 2:
-        raise InvalidInputError(
-            f"matmul: A must be a 2-D {np.dtype(want).name} array for src_dt = "
-            f"{params.src_dt.value!r}, got {describe_operand(a)}"
-        )
-    if not isinstance(b, np.ndarray) or b.dtype != np.int8 or b.ndim != 2:
-        raise InvalidInputError(f"matmul: B must be a 2-D int8 array, got {describe_operand(b)}")
+    for_src = f" for src_dt = {params.src_dt.value!r}"
+    check_operand(a, "matmul: A", _SRC_DTYPES[params.src_dt], 2, note=for_src)
+    check_operand(b, "matmul: B", np.int8, 2)
     if a.shape[1] != b.shape[0]:
         raise InvalidInputError(
             f"matmul: A is {a.shape} and B is {b.shape}: A's columns must equal B's rows"

@@ -21,7 +21,7 @@ import numpy as np
 
 from quantemu.backends.onednn.im2col import segment_layout
 from quantemu.backends.onednn.pairsum import S16_MAX, S16_MIN
-from quantemu.backends.onednn.params import ConvImpl, Isa, SrcType, as_enum
+from quantemu.backends.onednn.params import ConvImpl, Isa, SrcType, as_enum, check_operand
 from quantemu.errors import InvalidInputError
 
 
@@ -202,7 +202,5 @@ def _unsigned_range(src_dt: SrcType, rng: tuple[int, int] | None) -> tuple[int, 
 
 
 def _check_weights(w: np.ndarray, ndim: int, where: str) -> np.ndarray:
-    if not isinstance(w, np.ndarray) or w.dtype != np.int8 or w.ndim != ndim:
-        got = f"{w.dtype.name} array of shape {w.shape}" if isinstance(w, np.ndarray) else w
-        raise InvalidInputError(f"{where}: w must be a {ndim}-D int8 array, got {got}")
+    check_operand(w, f"{where}: w", np.int8, ndim)
     return w

@@ -198,6 +198,20 @@ def describe_operand(x: object) -> str:
     return type(x).__name__
 
 
+def check_operand(
+    x: object, what: str, dtypes, ndim: int, layout: str = "", *, note: str = "", remedy: str = ""
+) -> None:
+    """Refuse ``x`` unless it is an ``ndim``-D array of one of ``dtypes`` (one or a tuple), with
+    ``InvalidInputError``: ``{what} must be a {ndim}-D [{layout} ]{dtype} array{note}, got
+    {dtype and shape, or type}{remedy}``."""
+    dtypes = tuple(np.dtype(d) for d in (dtypes if isinstance(dtypes, tuple) else (dtypes,)))
+    if not isinstance(x, np.ndarray) or x.dtype not in dtypes or x.ndim != ndim:
+        kind = " ".join(filter(None, (f"{ndim}-D", layout, "/".join(d.name for d in dtypes))))
+        raise InvalidInputError(
+            f"{what} must be a {kind} array{note}, got {describe_operand(x)}{remedy}"
+        )
+
+
 @dataclasses.dataclass(frozen=True)
 class MatmulParams:
     """``matmul`` (page §3): raw s32 accumulators of A(M,K) · B(K,N)."""

@@ -5,7 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from quantemu.backends.onednn.f32 import f32, rr, to_8bit
-from quantemu.backends.onednn.params import AvgPool2dParams, MaxPool2dParams, PoolImpl
+from quantemu.backends.onednn.params import (
+    AvgPool2dParams,
+    MaxPool2dParams,
+    PoolImpl,
+    check_operand,
+)
 from quantemu.errors import InvalidInputError
 from quantemu.intmath import sliding_windows
 
@@ -77,9 +82,5 @@ def _windows(x, fill, params, out_hw) -> np.ndarray:
 
 
 def _check(x: np.ndarray, kernel, geometry, where: str) -> tuple[int, int]:
-    if not isinstance(x, np.ndarray) or x.dtype not in (np.int8, np.uint8) or x.ndim != 4:
-        got = f"{x.dtype.name} array of shape {x.shape}" if isinstance(x, np.ndarray) else x
-        raise InvalidInputError(
-            f"{where}: x must be a 4-D (N, C, H, W) int8/uint8 array, got {got}"
-        )
+    check_operand(x, f"{where}: x", (np.int8, np.uint8), 4, "(N, C, H, W)")
     return geometry.output_size(x.shape[2], x.shape[3], *kernel)

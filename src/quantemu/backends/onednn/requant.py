@@ -24,6 +24,7 @@ from quantemu.backends.onednn.params import (
     QuantizedLinearParams,
     Requantization,
     SrcType,
+    check_operand,
 )
 from quantemu.errors import InvalidInputError
 
@@ -104,13 +105,8 @@ def quantized_linear(
     x: np.ndarray, w: np.ndarray, params: QuantizedLinearParams, bias: np.ndarray | None = None
 ) -> QuantizedResult:
     """PyTorch ``quantized::linear`` (onednn engine): ``x (M, K)`` u8, ``w (N, K)`` s8 -> u8."""
-    for name, arr, dtype in (("x", x, np.uint8), ("w", w, np.int8)):
-        if not isinstance(arr, np.ndarray) or arr.dtype != dtype or arr.ndim != 2:
-            got = f"{arr.dtype.name} {arr.shape}" if isinstance(arr, np.ndarray) else repr(arr)
-            raise InvalidInputError(
-                f"quantized_linear: {name} must be a 2-D {np.dtype(dtype).name} array "
-                f"{'(M, K)' if name == 'x' else '(N, K)'}, got {got}"
-            )
+    check_operand(x, "quantized_linear: x", np.uint8, 2, note=" (M, K)")
+    check_operand(w, "quantized_linear: w", np.int8, 2, note=" (N, K)")
     if x.shape[1] != w.shape[1]:
         raise InvalidInputError(
             f"quantized_linear: x is {x.shape} (M, K) and w is {w.shape} (N, K): K differs"

@@ -10,7 +10,7 @@ import dataclasses
 
 import numpy as np
 
-from quantemu.backends.onednn.params import describe_operand
+from quantemu.backends.onednn.params import check_operand
 from quantemu.backends.onednn.rnn_params import RnnCell, RnnParams
 from quantemu.errors import InvalidInputError, UnsupportedError
 
@@ -36,11 +36,8 @@ class RnnInputs:
 
 
 def _array(name: str, x, dtype: str, ndim: int) -> np.ndarray:
-    if not isinstance(x, np.ndarray) or x.dtype != np.dtype(dtype) or x.ndim != ndim:
-        raise InvalidInputError(
-            f"rnn {name} must be a {ndim}-D {dtype} array, got {describe_operand(x)}; "
-            f"convert it with numpy.asarray(..., dtype=numpy.{dtype})"
-        )
+    remedy = f"; convert it with numpy.asarray(..., dtype=numpy.{dtype})"
+    check_operand(x, f"rnn {name}", dtype, ndim, remedy=remedy)
     return x
 
 
