@@ -5,16 +5,14 @@ options."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import numpy as np
+from typing import ClassVar
 
 from quantemu.backends.onednn.conv import conv2d
 from quantemu.backends.onednn.family import predict_conv_impl, predict_quantized_conv2d_impl
-from quantemu.backends.onednn.lower.activation import activation_suffix
 from quantemu.backends.onednn.lower.context import Context
 from quantemu.backends.onednn.lower.quantized import (
     QuantizedLayer,
-    fused_activation,
+    quantized_layer,
     quantized_weights,
     requantization,
 )
@@ -40,6 +38,7 @@ class QConv2dLayer(QuantizedLayer):
     ``params.impl`` the requantization's f32 order. ``weight``: int8 (O, C/groups, KH, KW).
     """
 
+    torch_op: ClassVar[str] = "conv2d"
     conv: Conv2dParams
     params: QuantizedConv2dParams
 
@@ -88,14 +87,14 @@ def lower_conv(ctx: Context, node: Node) -> QConv2dLayer:
     q_impl, c_impl = _families(ctx, node, (1, *shape[1:]), w.shape, geometry)
     quant = requantization(ctx, x, node.outputs[0], scales)
     isa = ctx.options.isa
-    return ctx.layer(
-        QConv2dLayer,
+    return quantized_layer(
+        ctx,
         node,
-        op=f"quantized::conv2d{activation_suffix(node)} [{q_impl.value}, {c_impl.value}]",
-        inputs=(x,),
+        QConv2dLayer,
+        x,
+        f"{q_impl.value}, {c_impl.value}",
         weight=codes,
-        bias=None if bias is None else bias.reshape(-1).astype(np.float32),
+        bias=bias,
         conv=Conv2dParams(isa, SrcType.U8, c_impl, geometry, quant.x_zero_point),
         params=QuantizedConv2dParams(isa, q_impl, quant, geometry),
-        **fused_activation(ctx, node),
     )

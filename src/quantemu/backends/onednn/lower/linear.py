@@ -4,16 +4,16 @@ int8 matmul, then the f32 requantization with the weight scale round trip (page 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 from quantemu.backends.onednn.family import predict_quantized_linear_impl
-from quantemu.backends.onednn.lower.activation import activation_suffix
 from quantemu.backends.onednn.lower.context import Context
 from quantemu.backends.onednn.lower.quantized import (
     QuantizedLayer,
     frozen,
-    fused_activation,
+    quantized_layer,
     quantized_weights,
     requantization,
 )
@@ -33,6 +33,7 @@ class QLinearLayer(QuantizedLayer):
     transpose, the matmul's B.
     """
 
+    torch_op: ClassVar[str] = "linear"
     weight_t: np.ndarray
     params: QuantizedLinearParams
 
@@ -79,14 +80,14 @@ def lower_linear(ctx: Context, node: Node) -> QLinearLayer:
     opts = ctx.options
     impl = opts.pick("linear_impl", node.name) or predict_quantized_linear_impl(opts.isa)
     quant = requantization(ctx, x, node.outputs[0], scales)
-    return ctx.layer(
-        QLinearLayer,
+    return quantized_layer(
+        ctx,
         node,
-        op=f"quantized::linear{activation_suffix(node)} [{impl.value}]",
-        inputs=(x,),
+        QLinearLayer,
+        x,
+        impl.value,
         weight=codes,
         weight_t=frozen(codes.T),
-        bias=None if bias is None else np.ascontiguousarray(bias, dtype=np.float32),
+        bias=bias,
         params=QuantizedLinearParams(opts.isa, impl, quant),
-        **fused_activation(ctx, node),
     )

@@ -10,12 +10,16 @@ Weights follow PyTorch's ``from_float``: per output channel symmetric s8 scales 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
 from quantemu.backends.onednn.f32 import rr
-from quantemu.backends.onednn.lower.activation import activation_bounds, cuts_low
+from quantemu.backends.onednn.lower.activation import (
+    activation_bounds,
+    activation_suffix,
+    cuts_low,
+)
 from quantemu.backends.onednn.lower.context import Context, U8Layer
 from quantemu.backends.onednn.params import Requantization
 from quantemu.backends.onednn.quantize import weight_scales
@@ -23,12 +27,16 @@ from quantemu.graph.ir import Node
 from quantemu.program import LayerOutput, QTensor
 from quantemu.program.lowering import NotLowerable
 
+Q = TypeVar("Q", bound="QuantizedLayer")
+
 
 @dataclass(frozen=True, eq=False, kw_only=True)
 class QuantizedLayer(U8Layer):
     """A oneDNN int8 primitive and PyTorch's f32 requantization; ``lo``/``hi`` are the fused
     activation's codes (:func:`fused_activation`)."""
 
+    #: PyTorch's op, ``quantized::{torch_op}``.
+    torch_op: ClassVar[str] = ""
     weight: np.ndarray  # int8, output channels first
     bias: np.ndarray | None  # float32 (O,)
     lo: int
@@ -80,6 +88,22 @@ def frozen(codes: np.ndarray) -> np.ndarray:
         codes = np.array(codes, dtype=np.int8, order="C")
     codes.setflags(write=False)
     return codes
+
+
+def quantized_layer(ctx: Context, node: Node, cls: type[Q], x: str, impls: str, **fields: Any) -> Q:
+    """The layer ``cls`` of ``node`` as PyTorch's op (``quantized::conv2d`` or ``linear``, with
+    ``_relu`` for a fused ReLU, then the kernel families ``impls``) on the activation ``x``:
+    ``fields`` with ``bias`` as float32 ``(O,)`` and the fused activation's fields added."""
+    bias = fields.pop("bias")
+    return ctx.layer(
+        cls,
+        node,
+        op=f"quantized::{cls.torch_op}{activation_suffix(node)} [{impls}]",
+        inputs=(x,),
+        bias=None if bias is None else np.array(bias, dtype=np.float32).reshape(-1),
+        **fields,
+        **fused_activation(ctx, node),
+    )
 
 
 def fused_activation(ctx: Context, node: Node) -> dict[str, Any]:
