@@ -231,8 +231,12 @@ def reorder(x: np.ndarray, p: ReorderParams) -> list[int]:
 
 def fma32(a: float, b: float, c: float) -> np.float32:
     """``fma(a, b, c)`` in binary32: the binary32 value nearest to the exact ``a·b + c`` (ties to
-    an even significand), chosen among the neighbours of its binary64 rounding."""
+    an even significand), chosen among the neighbours of its binary64 rounding; an exact zero
+    is signed as IEEE 754 signs it (``fma(0.5, -0.0, -0.0) = -0.0``)."""
     exact = Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c))
+    if exact == 0:  # IEEE 754: -0 only when both addends are -0 (a zero product's sign is a^b's)
+        minus = np.signbit(c) and (a == 0 or b == 0) and np.signbit(a) != np.signbit(b)
+        return np.float32(-0.0 if minus else 0.0)
     guess = np.float32(float(exact))
     near = [np.nextafter(guess, np.float32(d)) for d in (-np.inf, np.inf)]
     return min(
