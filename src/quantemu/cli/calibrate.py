@@ -21,6 +21,8 @@ from quantemu.cli.console import INPUT_ERROR, USAGE_ERROR, fail
 from quantemu.cli.loading import DEMO, demo_split, load_model
 from quantemu.errors import QuantemuError
 
+_SUMMARY = "observe activation ranges over calibration data (writes JSON)"
+
 _DESCRIPTION = """\
 Run the float model over calibration data and record the range of every activation (graph
 inputs and node outputs) with the chosen observer. MODEL is a .onnx file or 'demo' (the built-in
@@ -36,12 +38,7 @@ are checked before the calibration starts."""
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add the ``calibrate`` subcommand; its ``run`` default is :func:`run`."""
-    p = command_parser(
-        subparsers,
-        "calibrate",
-        "observe activation ranges over calibration data (writes JSON)",
-        _DESCRIPTION,
-    )
+    p = command_parser(subparsers, "calibrate", _SUMMARY, _DESCRIPTION)
     p.add_argument("model", metavar="MODEL", help="a .onnx file, or 'demo'")
     p.add_argument(
         "--calib", "--data", dest="data", metavar="DATA", help=".npy, .npz or image directory"

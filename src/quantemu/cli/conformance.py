@@ -20,6 +20,8 @@ from quantemu.conformance.runner import run_suite
 from quantemu.conformance.suite import bundled_files, collect_named
 from quantemu.errors import QuantemuError
 
+_SUMMARY = "check the emulation against conformance vectors"
+
 _DESCRIPTION = """\
 Run conformance vectors (conformance/FORMAT.md) and check, case by case, that the emulation
 reproduces the expected outputs bit for bit. PATH is a .jsonl or .jsonl.gz file, or a directory
@@ -33,12 +35,7 @@ Exit status: 0 when every case passed, 1 when any case failed, errored or is uns
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add the ``conformance`` subcommand; its ``run`` default is :func:`run`."""
-    parser = command_parser(
-        subparsers,
-        "conformance",
-        "check the emulation against conformance vectors",
-        _DESCRIPTION,
-    )
+    parser = command_parser(subparsers, "conformance", _SUMMARY, _DESCRIPTION)
     parser.add_argument(
         "paths", nargs="*", metavar="PATH", help="vector files or directories (default: bundled)"
     )

@@ -30,6 +30,8 @@ from quantemu.errors import QuantemuError
 if TYPE_CHECKING:
     from quantemu.simulate.session import Outcome
 
+_SUMMARY = "simulate the built-in model on every backend and compare with float"
+
 _DESCRIPTION = """\
 Run quantemu's whole flow on the built-in default: the digits CNN (quantemu inspect demo) is
 calibrated on its bundled calibration split (256 samples), quantized for each backend the way
@@ -42,12 +44,7 @@ agreement with the float model's predictions, the worst layer by SQNR and the ta
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add the ``demo`` subcommand; its ``run`` default is :func:`run`."""
-    p = command_parser(
-        subparsers,
-        "demo",
-        "simulate the built-in model on every backend and compare with float",
-        _DESCRIPTION,
-    )
+    p = command_parser(subparsers, "demo", _SUMMARY, _DESCRIPTION)
     p.add_argument(
         "--backend",
         choices=[*known_backends(), "all"],

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 
     from quantemu.graph import Graph
 
+_SUMMARY = "print a model's graph summary (shapes, parameters, passes)"
+
 _DESCRIPTION = """\
 Import an ONNX or TFLite model and print its graph: one row per node with input, weight and
 output shapes, parameter and MAC counts, and totals; for a pre-quantized model (an int8 .tflite
@@ -54,10 +56,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     """Add the ``inspect`` subcommand; its ``run`` default is :func:`run`."""
     linted = lint_backends()
     parser = command_parser(
-        subparsers,
-        "inspect",
-        "print a model's graph summary (shapes, parameters, passes)",
-        _DESCRIPTION.format(lint=", ".join(linted) or "none"),
+        subparsers, "inspect", _SUMMARY, _DESCRIPTION.format(lint=", ".join(linted) or "none")
     )
     parser.add_argument(
         "model", nargs="?", metavar="MODEL", help="a .onnx or .tflite file, or 'demo'"

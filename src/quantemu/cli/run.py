@@ -37,6 +37,8 @@ from quantemu.errors import InvalidInputError, QuantemuError
 if TYPE_CHECKING:
     from quantemu.simulate.session import Session
 
+_SUMMARY = "simulate a model bit-exactly on a target and report per-layer error"
+
 _DESCRIPTION = """\
 Quantize MODEL for an inference target the way the target's toolchain does, run it with the
 target's exact integer arithmetic, and compare it layer by layer with the float model: SQNR,
@@ -94,7 +96,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p = command_parser(
         subparsers,
         "run",
-        "simulate a model bit-exactly on a target and report per-layer error",
+        _SUMMARY,
         _DESCRIPTION.format(
             options=options_help(), isa=", ".join(isa_backends()) or "none registered"
         ),

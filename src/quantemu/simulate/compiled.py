@@ -16,12 +16,12 @@ import numpy as np
 from quantemu._version import __version__
 from quantemu.calibration.from_model import FROM_MODEL
 from quantemu.calibration.ranges import NO_CALIBRATION
-from quantemu.errors import InvalidInputError
+from quantemu.errors import InvalidInputError, choose
 from quantemu.graph import inputs
 from quantemu.graph.passes_shape import fixed_batch
 from quantemu.program import LinearEncoding, LoweredModel, QTensor, RunResult, run_lowered
 from quantemu.simulate.evaluate import Evaluation, evaluate
-from quantemu.simulate.streaming import Keep, elements_per_sample, run_in_batches
+from quantemu.simulate.streaming import KEEP_MEANINGS, Keep, elements_per_sample, run_in_batches
 
 if TYPE_CHECKING:
     from quantemu.simulate.plan import BackendPlan
@@ -121,7 +121,7 @@ class Program:
         tensors too, in one pass, up to a size limit; ``keep="internals"``: also every layer's
         internals (accumulators, ...) (:mod:`quantemu.simulate.streaming`).
         """
-        keep = Keep.parse(keep)
+        keep = choose(Keep, keep, "keep", KEEP_MEANINGS)
         x = self.check_input(x)
         encoding = self._input_encoding(x.dtype) if x.dtype.kind in "iu" else None
         name = self.graph.inputs[0].name

@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from quantemu.errors import InvalidInputError, choose
+from quantemu.errors import InvalidInputError
 from quantemu.graph.ops._spec import split_dim
 from quantemu.intmath import parallel
 from quantemu.program import QTensor, RunResult
@@ -55,13 +55,9 @@ class Keep(enum.Enum):
     ALL = "all"
     INTERNALS = "internals"
 
-    @classmethod
-    def parse(cls, value: Keep | str) -> Keep:
-        """``value`` as a :class:`Keep`, or a clear error."""
-        return choose(cls, value, "keep", _KEEP_MEANINGS)
 
-
-_KEEP_MEANINGS = {
+#: What choosing each :class:`Keep` means (``errors.choose`` lists them on a bad value).
+KEEP_MEANINGS = {
     "outputs": "the graph outputs, bounded memory",
     "all": "every layer's tensors",
     "internals": "their internals too",

@@ -53,14 +53,14 @@ import onnx
 import torch
 
 from quantemu.calibration.ranges import CalibrationRanges
-from quantemu.errors import InvalidInputError, UnsupportedError
+from quantemu.errors import InvalidInputError, UnsupportedError, choose
 from quantemu.graph import Graph, load_onnx
 from quantemu.graph.onnx_export import save_onnx
 from quantemu.simulate import LinearEncoding
 from quantemu.simulate.compile import RANGES_KEY, Program, needs_calibration
 from quantemu.simulate.plan import BackendPlan, plan_model, typed_options
 from quantemu.torch import ops
-from quantemu.torch.ranges import LearnedRanges, RangeMode
+from quantemu.torch.ranges import MODE_MEANINGS, LearnedRanges, RangeMode
 from quantemu.torch.ste import straight_through
 
 _QDQ_TYPES = ("int8", "uint8")  # what ONNX's QuantizeLinear writes (opset 10-18 and on)
@@ -90,7 +90,7 @@ def prepare(
     ``"learned"`` trains their ends (:mod:`quantemu.torch.ranges`); ``options``: the backend's
     lowering options, as for ``quantemu.compile``.
     """
-    mode = RangeMode.parse(ranges)
+    mode = choose(RangeMode, ranges, "ranges", MODE_MEANINGS)
     typed = typed_options(backend, options)  # parsed once, for the whole plan
     if not needs_calibration(backend, typed):
         raise UnsupportedError(

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from quantemu.calibration.ranges import CalibrationRanges, TensorRange
-from quantemu.errors import InvalidInputError, choose
+from quantemu.errors import InvalidInputError
 
 
 class RangeMode(enum.Enum):
@@ -26,13 +26,9 @@ class RangeMode(enum.Enum):
     OBSERVED = "observed"
     LEARNED = "learned"
 
-    @classmethod
-    def parse(cls, value: RangeMode | str) -> RangeMode:
-        """``value`` as a :class:`RangeMode`, or a clear error."""
-        return choose(cls, value, "ranges", _MODE_MEANINGS)
 
-
-_MODE_MEANINGS = {
+#: What choosing each :class:`RangeMode` means (``errors.choose`` lists them on a bad value).
+MODE_MEANINGS = {
     "observed": "the calibrated ranges, fixed",
     "learned": "their ends trained with the weights, LSQ",
 }
