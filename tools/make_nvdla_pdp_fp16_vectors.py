@@ -14,7 +14,7 @@ Case ids are ``nvdla/pdp_fp16_<avg|max|min>/s{seed}-{index:05d}``; each ``note``
 Deterministic for a seed (NumPy ``default_rng(seed)``, gzip with mtime 0).
 
 Edge cases: kernels 1-8 by 1-8 (width 8 only without top/bottom padding: the cmod reads
-``kernel_width_map[8]`` past the table there, see ``pdp_fp16.py``), strides 1-4, pads on every
+``kernel_width_map[8]`` past the table there, see ``nvdla/fp16/pdp.py``), strides 1-4, pads on every
 side, one-row/one-column cubes, global pooling, 1-40 channels; data with +-0, subnormals,
 +-65504, +-Inf, NaNs with payloads (both signs, quiet and signalling), all-random words and
 saturating sums; ``FLYING_MODE``/``NAN_TO_ZERO`` random.
