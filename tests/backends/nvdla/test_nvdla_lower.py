@@ -454,19 +454,26 @@ def test_option_errors_name_the_option_and_the_choices():
     graph, ranges = _small_graph()
     with pytest.raises(InvalidInputError, match=r"unknown option\(s\) 'isa'; the options are "
                        r"weights \(per_kernel\|per_filter\), rescale"):  # fmt: skip
-        lower(graph, ranges, isa="avx2")
+        _lower(graph, ranges, isa="avx2")
     with pytest.raises(InvalidInputError, match="weights = 'per_channel'; choose one of "
                        "'per_kernel', 'per_filter'"):  # fmt: skip
-        lower(graph, ranges, weights="per_channel")
+        _lower(graph, ranges, weights="per_channel")
     with pytest.raises(InvalidInputError, match="weights='per_filter' is not valid; choose "
                        "one of per_kernel, per_filter"):  # fmt: skip
         Options(weights="per_filter")  # an Options built directly gets no coercion
     with pytest.raises(InvalidInputError, match="rescale=output_converter cannot express"):
-        lower(graph, ranges, weights="per_filter", rescale="output_converter")
+        _lower(graph, ranges, weights="per_filter", rescale="output_converter")
     with pytest.raises(InvalidInputError, match="no calibrated range for tensor 'x'"):
-        lower(graph, CalibrationRanges({}, observer="minmax"))
-    model_ = lower(graph, ranges, scale_split="exact", rescale="bs_mul")
+        _lower(graph, CalibrationRanges({}, observer="minmax"))
+    model_ = _lower(graph, ranges, scale_split="exact", rescale="bs_mul")
     assert model_.header["option.scale_split"] == "exact"
+    with pytest.raises(InvalidInputError, match="typed options"):
+        lower(graph, ranges, {"weights": "per_filter"})
+
+
+def _lower(graph, ranges, **options):
+    """``lower()`` with keyword options, typed as a run's plan types them."""
+    return lower(graph, ranges, Options.from_mapping(options))
 
 
 def test_unsupported_ops_are_clear_errors():

@@ -16,7 +16,6 @@ words). The package: :mod:`.options` (:class:`Options`), :mod:`.context` (every 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from quantemu._version import __version__
 from quantemu.backends.nvdla.fp16.lower import header_fp16, lower_fp16
@@ -74,27 +73,15 @@ def header(options: Options) -> dict[str, str]:
     }
 
 
-def lower(
-    graph: Graph, ranges: Mapping, options: Options | Mapping | None = None, **kwargs: Any
-) -> LoweredModel:
-    """Lower the optimized ``graph`` with calibrated ``ranges`` (tensor -> (min, max)).
-
-    ``options``: an :class:`Options`, or its fields by name (a mapping or keywords):
-    ``weights`` (``per_kernel`` | ``per_filter``), ``rescale`` (``auto`` | ``output_converter``
-    | ``bs_mul``), ``scale_split`` (``nvdla_compiler`` | ``exact``). Unknown options or values
-    raise :class:`InvalidInputError`; ops NVDLA cannot run raise
+def lower(graph: Graph, ranges: Mapping, options: Options) -> LoweredModel:
+    """Lower the optimized ``graph`` with calibrated ``ranges`` (tensor -> (min, max)) and typed
+    ``options`` (:class:`Options`, ``Options.from_mapping`` for text or keywords): the INT8
+    pipeline, or the FP16 one for ``precision=fp16``. Ops NVDLA cannot run raise
     :class:`~quantemu.errors.UnsupportedError` naming the node.
     """
     if not isinstance(graph, Graph):
         raise InvalidInputError(f"nvdla lowering: expected a Graph, got {type(graph).__name__}")
-    if isinstance(options, Options):
-        if kwargs:
-            raise InvalidInputError(
-                f"nvdla lowering: options given twice (an Options and {sorted(kwargs)})"
-            )
-        opts = options
-    else:
-        opts = Options.from_mapping({**(options or {}), **kwargs})
+    opts = Options.checked(options)
     if opts.precision is PipelinePrecision.FP16:
         return lower_fp16(graph, opts)
     ctx = NvdlaContext(graph, ranges, opts, supported_ops=tuple(RULES.supported()))
