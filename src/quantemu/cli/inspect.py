@@ -39,7 +39,7 @@ passes; --passes lists the passes. --lint BACKEND lists
 where the optimized model breaks the backend's model constraints, with advice (backends with a
 registered lint: {lint}). --support lowers the optimized model on every backend and prints a
 table: one row per op type, one column per backend, each cell exact (bit-exact integer layer),
-inexact, float (float fallback), fused or unsupported (see quantemu.report.support); it is a
+inexact, float (float fallback), fused or unsupported (see quantemu.simulate.support); it is a
 flag because it lowers the model once per backend. An ONNX operator quantemu cannot import does
 not stop inspect: the node is shown as 'Unsupported' and every such node is listed.
 
