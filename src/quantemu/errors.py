@@ -40,6 +40,10 @@ def choose(cls: type[E], value: Any, what: str, meanings: Mapping[str, str]) -> 
     ...     EXACT = "exact"
     >>> choose(Mode, "exact", "mode", {}) is Mode.EXACT
     True
+    >>> choose(Mode, "slow", "mode", {})
+    Traceback (most recent call last):
+    ...
+    quantemu.errors.InvalidInputError: mode = 'slow'; choose 'fast' or 'exact'
     >>> choose(Mode, "slow", "mode", {"fast": "quick", "exact": "bit-exact"})
     Traceback (most recent call last):
     ...
@@ -50,6 +54,9 @@ def choose(cls: type[E], value: Any, what: str, meanings: Mapping[str, str]) -> 
     try:
         return cls(value)
     except ValueError:
-        texts = [f"{m.value!r} ({meanings[m.value]})" for m in cls if m.value in meanings]
+        texts = [
+            f"{m.value!r} ({meanings[m.value]})" if m.value in meanings else repr(m.value)
+            for m in cls
+        ]
         listed = texts[0] if len(texts) == 1 else f"{', '.join(texts[:-1])} or {texts[-1]}"
         raise InvalidInputError(f"{what} = {value!r}; choose {listed}") from None
