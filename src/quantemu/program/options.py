@@ -57,7 +57,10 @@ class LoweringOptions:
     @classmethod
     def checked(cls: type[T], options: Any) -> T:
         """``options`` itself, which a backend's ``lower()`` requires to be typed already (a
-        run's plan types them once); anything else is an error saying how to type it."""
+        run's plan types them once), or the defaults for ``None``; anything else (a mapping,
+        text) is an error saying how to type it."""
+        if options is None:
+            return cls()
         if not isinstance(options, cls):
             raise InvalidInputError(
                 f"{cls.backend or cls.__name__} lower() takes typed options, got "

@@ -32,6 +32,11 @@ DEMO_FLOAT_ACCURACY = 0.9917  # the float model on the test split (360 images)
 DEMO_NNIE_FLOOR = 0.98  # measured 0.9917 (357/360, same as float) with the default options
 
 
+def _lower(graph, ranges, **options):
+    """``lower()`` with keyword options, typed as a run's plan types them."""
+    return lower(graph, ranges, Options.from_mapping(options))
+
+
 def _ranges(**tensors: tuple[float, float]) -> CalibrationRanges:
     return CalibrationRanges({k: TensorRange(*v) for k, v in tensors.items()}, observer="test")
 
@@ -253,7 +258,7 @@ def test_unsupported_operator_names_node_op_and_supported_set():
 def test_bad_options(demo, options, message):
     graph, ranges = demo
     with pytest.raises(InvalidInputError, match=message):
-        lower(graph, ranges, **options)
+        _lower(graph, ranges, **options)
 
 
 def test_options_built_directly_take_values_and_say_why_not_mse(demo):
@@ -261,8 +266,8 @@ def test_options_built_directly_take_values_and_say_why_not_mse(demo):
     with pytest.raises(InvalidInputError, match=r"choose one of 'max_abs'; 'mse' needs the"):
         Options(clip_selection="mse")
     graph, ranges = demo
-    with pytest.raises(InvalidInputError, match="not both"):
-        lower(graph, ranges, Options(), grouped_conv="log")
+    with pytest.raises(InvalidInputError, match="typed options"):
+        lower(graph, ranges, {"grouped_conv": "log"})
 
 
 def test_missing_range_and_bad_arguments(demo):
@@ -298,7 +303,7 @@ def test_qdq_overrides_are_an_error_unless_ranges_are_requested():
     ranges = calibrate(graph, x, progress=False)
     with pytest.raises(UnsupportedError, match=r"'xdq' has a QDQ .*quant_overrides='range'"):
         lower(graph, ranges)
-    lowered = lower(graph, ranges, quant_overrides="range")
+    lowered = _lower(graph, ranges, quant_overrides="range")
     gemm = next(layer for layer in lowered.layers if layer.name == "fc")
     # int8 zero point 0, scale 0.05: the override reaches 0.05 * 128 = 6.4 -> clip 2^(43/16).
     assert gemm.input_encodings[0] == LogEncoding(_clip(6.4))
@@ -353,7 +358,7 @@ def test_relu_on_codes_and_shared_layer_inputs():
     assert lowered.layers[2].input_encodings[0].k < c.encoding.k
     assert "reads 'r' (stored at clip" in lowered.layers[2].note
     assert result.counters["add"]["inputs_requantized"] == x.size
-    shared = lower(graph, ranges, layer_inputs="shared")
+    shared = _lower(graph, ranges, layer_inputs="shared")
     add = shared.layers[2]
     assert add.input_encodings[0] == add.input_encodings[1] == c.encoding
     out = run_lowered(shared, graph.outputs, {"x": x})
@@ -362,7 +367,7 @@ def test_relu_on_codes_and_shared_layer_inputs():
 
 def test_grouped_conv_option(demo):
     graph, ranges = demo
-    lowered = lower(graph, ranges, grouped_conv="log")
+    lowered = _lower(graph, ranges, grouped_conv="log")
     depthwise = lowered.layers[1]
     assert depthwise.op == "nnie:Conv" and depthwise.weights
     assert lowered.header["grouped_conv"] == "log"

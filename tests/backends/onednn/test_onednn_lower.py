@@ -34,7 +34,7 @@ from quantemu.backends.onednn.aten import (
     quantized_add,
 )
 from quantemu.backends.onednn.f32 import rr
-from quantemu.backends.onednn.lower import lower
+from quantemu.backends.onednn.lower import Options, lower
 from quantemu.calibration.ranges import TensorRange
 from quantemu.data import demo_dataset, demo_model_path
 from quantemu.errors import InvalidInputError, UnsupportedError
@@ -55,6 +55,11 @@ from tests.graph.onnx_models import model, weights
 
 PEER = Path(__file__).with_name("peer_model.py")
 F32 = np.float32
+
+
+def _lower(graph, ranges, **options):
+    """``lower()`` with keyword options, typed as a run's plan types them."""
+    return lower(graph, ranges, Options.from_mapping(options))
 
 
 def _compile(proto, calib, **options):
@@ -209,7 +214,7 @@ def _tiny_graph():
 def test_bad_options(options, message):
     graph, ranges = _tiny_graph()
     with pytest.raises(InvalidInputError) as info:
-        lower(graph, ranges, **options)
+        _lower(graph, ranges, **options)
     assert message in str(info.value)
 
 
@@ -222,7 +227,7 @@ def test_unsupported_op_errors_or_falls_back():
     graph = _softmax_graph()
     ranges = _ranges(x=(-3.0, 3.0), y=(0.0, 1.0))
     with pytest.raises(UnsupportedError) as info:
-        lower(graph, ranges, fallback="error")
+        _lower(graph, ranges, fallback="error")
     text = str(info.value)
     assert "node 'sm' (Softmax): no integer lowering" in text
     assert "integer lowerings exist for Add, AveragePool, Clip, Conv" in text
@@ -272,7 +277,7 @@ def test_s8_override_becomes_u8_and_maxpool_keeps_qparams():
 
 def test_reduce_range_uses_seven_bit_activations():
     graph, ranges = _tiny_graph()
-    lowered = lower(graph, ranges, reduce_range=True)
+    lowered = _lower(graph, ranges, reduce_range=True)
     assert lowered.input_encodings["x"].scale == activation_qparams(-1.0, 1.0, reduce_range=True)[0]
     assert lowered.header["reduce_range"] == "True"
 
@@ -289,12 +294,12 @@ def test_counters_report_pair_and_output_saturation():
     ranges = _ranges(x=(0.0, 1.0), y=(-0.5, 0.5))
     x = np.full((2, 8, 5, 5), 1.0, F32)
     for isa, pairs in (("avx2", True), ("avx512_core_vnni", False)):
-        result = run_lowered(lower(graph, ranges, isa=isa), graph.outputs, {"x": x})
+        result = run_lowered(_lower(graph, ranges, isa=isa), graph.outputs, {"x": x})
         counters = result.counters["conv"]
         assert (counters["pair_saturated"] > 0) == pairs
         assert counters["output_saturated"] == 2 * 4 * 25  # every output clamps at 255
         assert result.tensors["y"].codes.max() == 255
-    pair_free = run_lowered(lower(graph, ranges, isa="avx2"), graph.outputs, {"x": x * 0.4})
+    pair_free = run_lowered(_lower(graph, ranges, isa="avx2"), graph.outputs, {"x": x * 0.4})
     assert pair_free.counters["conv"]["pair_saturated"] == 0
 
 
@@ -509,7 +514,7 @@ def test_whole_model_equals_pytorch_onednn(cap, tmp_path):
         "linear_impl": {n: linear_family(impl_name(lines[n], "matmul")) for n in ("fc1", "fc2")},
     }
     graph = optimize(load_onnx(qdq_model(spec)))
-    result = run_lowered(lower(graph, {}, **options), graph.outputs, {"input": spec["x"]})
+    result = run_lowered(_lower(graph, {}, **options), graph.outputs, {"input": spec["x"]})
     for name in TENSORS:
         got = result.tensors[name].codes
         assert got.shape == want[name].shape and got.dtype == np.uint8

@@ -43,25 +43,13 @@ class NnieLoweredModel(LoweredModel):
 
 
 def lower(
-    graph: Graph,
-    ranges: Mapping[str, Any],
-    options: Options | Mapping[str, Any] | None = None,
-    **kwargs: Any,
+    graph: Graph, ranges: Mapping[str, Any], options: Options | None = None
 ) -> NnieLoweredModel:
-    """Lower ``graph`` (optimized) with calibrated ``ranges`` (tensor name -> TensorRange).
-
-    ``options``: an :class:`Options`, or its values by name (also as keyword arguments:
-    ``clip_selection``, ``grouped_conv``, ``layer_inputs``, ``quant_overrides``); unknown names
-    and bad values raise :class:`InvalidInputError`.
+    """Lower ``graph`` (optimized) with calibrated ``ranges`` (tensor name -> TensorRange) and
+    typed ``options`` (:class:`Options`, the defaults for None; ``Options.from_mapping`` types
+    names and text).
     """
-    if isinstance(options, Options) and kwargs:
-        raise InvalidInputError(
-            f"nnie: pass the options as an Options or by name, not both (got {sorted(kwargs)})"
-        )
-    if isinstance(options, Options):
-        opts = options
-    else:
-        opts = Options.from_mapping({**(options or {}), **kwargs})
+    opts = Options.checked(options)
     if not isinstance(graph, Graph):
         raise InvalidInputError(f"nnie: lower() takes a quantemu Graph, got {type(graph).__name__}")
     if not isinstance(ranges, Mapping):

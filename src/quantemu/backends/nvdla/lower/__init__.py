@@ -73,7 +73,7 @@ def header(options: Options) -> dict[str, str]:
     }
 
 
-def lower(graph: Graph, ranges: Mapping, options: Options) -> LoweredModel:
+def lower(graph: Graph, ranges: Mapping, options: Options | None = None) -> LoweredModel:
     """Lower the optimized ``graph`` with calibrated ``ranges`` (tensor -> (min, max)) and typed
     ``options`` (:class:`Options`, ``Options.from_mapping`` for text or keywords): the INT8
     pipeline, or the FP16 one for ``precision=fp16``. Ops NVDLA cannot run raise

@@ -46,14 +46,11 @@ __all__ = [
 ]
 
 
-def lower(
-    graph: Graph, ranges: Mapping[str, Any], options: Options | None = None, **kwargs: Any
-) -> LoweredModel:
-    """Lower ``graph`` (optimized) with calibrated ``ranges`` (tensor -> (min, max)).
-
-    ``options``: an :class:`Options`, or keyword options for :meth:`Options.from_mapping`.
-    """
-    opts = options if isinstance(options, Options) else Options.from_mapping(kwargs)
+def lower(graph: Graph, ranges: Mapping[str, Any], options: Options | None = None) -> LoweredModel:
+    """Lower ``graph`` (optimized) with calibrated ``ranges`` (tensor -> (min, max)) and typed
+    ``options`` (:class:`Options`, the defaults for None; ``Options.from_mapping`` types names
+    and text)."""
+    opts = Options.checked(options)
     if not isinstance(graph, Graph):
         raise InvalidInputError(f"lower: graph must be a quantemu Graph, got {type(graph)}")
     _check_named_layers(graph, opts)

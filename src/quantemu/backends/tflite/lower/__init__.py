@@ -32,7 +32,7 @@ def header(options: Options) -> dict[str, str]:
     }
 
 
-def lower(graph: Graph, ranges, options: Options) -> LoweredModel:
+def lower(graph: Graph, ranges, options: Options | None = None) -> LoweredModel:
     """Lower an optimized ``graph`` with ``ranges`` and typed ``options`` onto TFLite's
     reference kernels."""
     opts = Options.checked(options)

@@ -70,7 +70,7 @@ def prepare(graph: Graph, options: Options) -> Graph:
     return graph
 
 
-def lower(graph: Graph, ranges, options: Options) -> LoweredModel:
+def lower(graph: Graph, ranges, options: Options | None = None) -> LoweredModel:
     """Lower an optimized ``graph`` with calibrated ``ranges`` and typed ``options`` onto XS3
     (module docstring)."""
     opts = Options.checked(options)
