@@ -40,7 +40,14 @@ FORBIDDEN = {
     "intmath.": ("quantemu.graph", "quantemu.program", "quantemu.backends", "quantemu.simulate"),
     "graph.": ("quantemu.program", "quantemu.backends", "quantemu.simulate", "quantemu.cli"),
     "simulate.": ("quantemu.cli", "quantemu.report"),
-    "report.": ("quantemu.cli",),
+    # report renders what simulate gives it: no backend, program or calibration code
+    "report.": (
+        "quantemu.cli",
+        "quantemu.backends",
+        "quantemu.program",
+        "quantemu.calibration",
+        "quantemu.intmath",
+    ),
     "conformance.": ("quantemu.cli", "quantemu.simulate"),
     "torch.": ("quantemu.backends", "quantemu.cli", "quantemu.report"),
 }
@@ -94,3 +101,86 @@ def _imports_text(path: Path) -> set[str]:
 def test_modules_stay_small(path):
     lines = len(path.read_text(encoding="utf-8").splitlines())
     assert lines <= MAX_LINES, f"{_package(path)} has {lines} lines (at most {MAX_LINES})"
+
+
+#: What only ``simulate`` (the plan and the session) may call: the pipeline's stages.
+PIPELINE_CALLS = {
+    "optimize",
+    "run_passes",
+    "calibrate",
+    "compile_model",
+    "lower",
+    "lower_graph",
+    "calibrate_for_backends",
+    "make_plans",
+    "plan_model",
+    "prepare_graph",
+}
+
+
+def _calls(path: Path) -> set[str]:
+    """The names of every function or method the module calls."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name == "lower" and not node.args:
+                continue  # str.lower(), not a backend's lower(graph, ranges, options)
+            found.add(name)
+    return found
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in MODULES if _package(p).startswith(("cli.", "report."))], ids=_package
+)
+def test_cli_and_report_leave_the_pipeline_to_simulate(path):
+    # inspect --dump-passes shows the optimizer pass by pass: that is the command itself
+    allowed = {"run_passes"} if _package(path) == "cli.inspect" else set()
+    bad = sorted((_calls(path) & PIPELINE_CALLS) - allowed)
+    assert not bad, f"{_package(path)} calls {bad}: the session in simulate/ does that"
+
+
+def test_variants_are_packages_and_modules_are_named_by_concept():
+    def bad(path: Path) -> bool:
+        stem = path.stem
+        if stem.endswith("_more") or "_more_" in stem:
+            return True  # named by size, not by what it holds
+        if "fp16" in stem:
+            return True  # the FP16 variant lives in nvdla/fp16/
+        return path.parent.name == "lower" and stem.startswith("xformer")
+
+    found = sorted(str(p.relative_to(SRC)) for p in MODULES if bad(p))
+    assert found == [], f"variant or overflow files beside their base: {found}"
+
+
+def _backend_circles(package: Path) -> list[tuple[str, str]]:
+    """Pairs of modules of one backend that reach each other through their imports (at any
+    depth, function-level ones too; a package's ``__init__`` re-exporting is left out)."""
+    modules = {
+        "quantemu." + _package(p): p
+        for p in MODULES
+        if package in p.parents and p.name != "__init__.py"
+    }
+    imports = {name: (_imports(path) & set(modules)) - {name} for name, path in modules.items()}
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), [start]
+        while todo:
+            name = todo.pop()
+            if name == goal:
+                return True
+            if name not in seen:
+                seen.add(name)
+                todo.extend(imports[name])
+        return False
+
+    return sorted((a, b) for a in imports for b in imports[a] if a < b and reaches(b, a))
+
+
+@pytest.mark.parametrize(
+    "package", sorted(p for p in (SRC / "backends").iterdir() if p.is_dir()), ids=lambda p: p.name
+)
+def test_no_import_circles_inside_a_backend(package):
+    circles = _backend_circles(package)
+    assert circles == [], f"modules of {package.name} that import each other: {circles}"
