@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from quantemu.backends.tflite.elementwise import int8_operands
 from quantemu.backends.xs3.xformer.lookup import c_round_half_away
 from quantemu.errors import InvalidInputError, UnsupportedError
 from quantemu.intmath import shift_right_floor
@@ -74,15 +75,6 @@ def xc_add_params(  # noqa: PLR0917 -- TFLite's (scale, zero point) order
     return params
 
 
-def _codes(x, name: str) -> np.ndarray:
-    a = np.asarray(x)
-    if a.dtype == np.int8:
-        return a  # int8 codes need no scan
-    if a.dtype.kind not in "iu" or (a.size and (a.min() < -128 or a.max() > 127)):
-        raise InvalidInputError(f"XC_add: {name} must hold int8 codes, got {a.dtype}")
-    return a.astype(np.int8)
-
-
 def add_elementwise_int8(x1, x2, params: XcAddParams) -> np.ndarray:
     """lib_nn's ``add_elementwise``: ``y = clamp((bias + x1*m1 + x2*m2 + 2**(shift-1)) >>
     shift, -128, 127)`` on int8 codes (operands broadcast as NumPy does).
@@ -98,13 +90,7 @@ def add_elementwise_int8(x1, x2, params: XcAddParams) -> np.ndarray:
     >>> add_elementwise_int8(np.array([1, 3, -3, 127]), np.array([2, 2, 2, 127]), p).tolist()
     [1, 2, -1, 95]
     """
-    a, b = _codes(x1, "x1"), _codes(x2, "x2")
-    try:
-        np.broadcast_shapes(a.shape, b.shape)
-    except ValueError:
-        raise InvalidInputError(
-            f"XC_add: shapes {a.shape} and {b.shape} do not broadcast"
-        ) from None
+    a, b = int8_operands(x1, x2, "XC_add")
     half = 1 << (params.shift - 1)
     reach = abs(params.bias) + 128 * (abs(params.m1) + abs(params.m2)) + half
     if not 1 <= params.shift <= 31 or reach > _ACC_LIMIT:  # parameters xc_add_params refuses
