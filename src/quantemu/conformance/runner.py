@@ -15,7 +15,7 @@ import functools
 import traceback
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from quantemu.backends import registry
 from quantemu.conformance.compare import Mismatch, compare_outputs
@@ -50,21 +50,27 @@ class CaseResult:
     traceback: str = ""
 
 
+def _count(status: Status) -> property:
+    return property(lambda self: self.counts.get(status, 0), doc=f"Cases {status.value}.")
+
+
 @dataclass(frozen=True)
 class OpSummary:
-    """Counts of verdicts for one ``(backend, op)``."""
+    """Counts of verdicts for one ``(backend, op)`` (``counts``: status -> cases)."""
 
     backend: str
     op: str
-    passed: int = 0
-    failed: int = 0
-    error: int = 0
-    unsupported: int = 0
+    counts: Mapping[Status, int] = field(default_factory=dict)
+
+    passed = _count(Status.PASSED)
+    failed = _count(Status.FAILED)
+    error = _count(Status.ERROR)
+    unsupported = _count(Status.UNSUPPORTED)
 
     @property
     def total(self) -> int:
         """Number of cases."""
-        return self.passed + self.failed + self.error + self.unsupported
+        return sum(self.counts.values())
 
 
 @dataclass(frozen=True)
@@ -95,14 +101,7 @@ class SuiteResult:
 
 
 def _summary(backend: str, op: str, count: Callable[[Status], int]) -> OpSummary:
-    return OpSummary(
-        backend,
-        op,
-        passed=count(Status.PASSED),
-        failed=count(Status.FAILED),
-        error=count(Status.ERROR),
-        unsupported=count(Status.UNSUPPORTED),
-    )
+    return OpSummary(backend, op, {status: count(status) for status in Status})
 
 
 def _op_sort_key(key: tuple[str, str]) -> tuple[bool, str, bool, str]:
