@@ -20,6 +20,12 @@ def command_parser(
     )
 
 
+def repeatable(parser: argparse.ArgumentParser, flag: str, metavar: str, help: str, **kwargs):
+    """Add ``flag``, which may be given several times: its values are collected in a list,
+    empty when it is not given (``kwargs``: more of ``add_argument``'s, such as ``type``)."""
+    parser.add_argument(flag, action="append", default=[], metavar=metavar, help=help, **kwargs)
+
+
 def _checked(text: str, convert: Callable[[str], float], accept, expected: str):
     """``convert(text)`` where ``accept`` takes it, else a usage error that quotes the text."""
     try:

@@ -16,7 +16,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from quantemu.backends.registry import backend_specs
-from quantemu.cli.argtypes import command_parser, positive_int
+from quantemu.cli.argtypes import command_parser, positive_int, repeatable
 from quantemu.cli.console import INPUT_ERROR, USAGE_ERROR, fail, stdout_console
 from quantemu.cli.loading import load_model, resolve_model
 from quantemu.errors import QuantemuError
@@ -65,12 +65,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     parser.add_argument(
         "-O", "--optimize", action="store_true", help="run the default pass pipeline first"
     )
-    parser.add_argument(
+    repeatable(
+        parser,
         "--dump-after",
-        action="append",
-        default=[],
-        metavar="PASS",
-        help="run the pipeline and print the graph after PASS (repeatable)",
+        "PASS",
+        "run the pipeline and print the graph after PASS (repeatable)",
     )
     parser.add_argument(
         "--dump-passes", action="store_true", help="print the graph after every pass"

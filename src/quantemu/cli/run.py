@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from quantemu.backends.registry import known_backends
 from quantemu.calibration.observers import OBSERVERS
-from quantemu.cli.argtypes import command_parser, input_shape, positive_int
+from quantemu.cli.argtypes import command_parser, input_shape, positive_int, repeatable
 from quantemu.cli.checks import check_input_file, check_output_file
 from quantemu.cli.console import INPUT_ERROR, USAGE_ERROR, fail, stderr_console, stdout_console
 from quantemu.cli.loading import (
@@ -119,13 +119,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help="activation ranges written by 'quantemu calibrate --out' (skips calibration; "
         "replaces --calib)",
     )
-    p.add_argument(
+    repeatable(
+        p,
         "--input-shape",
-        action="append",
-        type=input_shape,
-        metavar="NAME=1x3x224x224",
-        help="bind an input's symbolic dimensions (N keeps one; repeatable); by default they are "
+        "NAME=1x3x224x224",
+        "bind an input's symbolic dimensions (N keeps one; repeatable); by default they are "
         "bound from the --calib data",
+        type=input_shape,
     )
     p.add_argument("--calib-key", metavar="KEY", help="the array to use in the --calib .npz")
     p.add_argument(
@@ -136,12 +136,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     )
     p.add_argument("--eval-key", metavar="KEY", help="the array to use in the --eval .npz")
     p.add_argument("--labels", metavar="LABELS", help=".npy/.npz file, or a key of --eval .npz")
-    p.add_argument(
+    repeatable(
+        p,
         "--option",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a lowering option, or BACKEND.KEY=VALUE (repeatable; see above)",
+        "KEY=VALUE",
+        "a lowering option, or BACKEND.KEY=VALUE (repeatable; see above)",
     )
     p.add_argument(
         "--save-outputs", metavar="OUT.npz", help="write the output codes of every sample"
