@@ -184,3 +184,22 @@ def _backend_circles(package: Path) -> list[tuple[str, str]]:
 def test_no_import_circles_inside_a_backend(package):
     circles = _backend_circles(package)
     assert circles == [], f"modules of {package.name} that import each other: {circles}"
+
+
+#: The one backend built on another's kernels (ARCHITECTURE.md, "The TFLite family").
+BUILT_ON = {"xs3": {"tflite"}}
+
+
+@pytest.mark.parametrize(
+    "package", sorted(p for p in (SRC / "backends").iterdir() if p.is_dir()), ids=lambda p: p.name
+)
+def test_a_backend_imports_no_other_backend_but_the_one_it_is_built_on(package):
+    others = {p.name for p in (SRC / "backends").iterdir() if p.is_dir()} - {package.name}
+    allowed = BUILT_ON.get(package.name, set())
+    found = {
+        name.split(".")[2]
+        for path in package.rglob("*.py")
+        for name in _imports(path)
+        if name.count(".") >= 2 and name.split(".")[2] in others
+    }
+    assert found <= allowed, f"{package.name} imports the backends {sorted(found - allowed)}"
