@@ -13,14 +13,13 @@ from typing import Any
 
 from quantemu.backends.registry import backend_spec
 from quantemu.calibration.ranges import CalibrationRanges
-from quantemu.graph import Graph
+from quantemu.graph import Graph, optimize
 from quantemu.simulate.compiled import RANGES_KEY, Program
 from quantemu.simulate.plan import (
     OptionsLike,
     carried_ranges,
     load_graph,
     plan_model,
-    prepare_graph,
     typed_options,
 )
 
@@ -44,7 +43,7 @@ def prepare(model, /, backend: str, **options: Any) -> Graph:
     """``model`` optimized and rewritten as ``backend``'s toolchain does before calibration
     (the graph ``quantemu.compile`` calibrates and lowers)."""
     opts = typed_options(backend, options)
-    return backend_spec(backend).prepared(prepare_graph(load_graph(model)), opts)
+    return backend_spec(backend).prepared(optimize(load_graph(model)), opts)
 
 
 def compile_model(
