@@ -74,6 +74,10 @@ class Session:
     calibrating (``run --ranges``). ``observer``, ``batch_size`` and ``calibration_progress``
     go to calibration (``batch_size`` to evaluation too). With ``keep_going`` a backend that
     fails is recorded in the outcome's errors and the others still run.
+
+    The plans are built once, by the first call that needs them, on that call's ``calib``; later
+    calls (``evaluate`` then ``compare``, say) reuse them and their programs, whatever ``calib``
+    they pass: open another session to calibrate on other data.
     """
 
     def __init__(
