@@ -1,8 +1,10 @@
 """Whole-model simulation: lowered programs, running them, and comparing with the float model.
 
 ``quantemu.compile(graph, backend=..., calib=data, **options)`` returns a
-:class:`~quantemu.simulate.compile.Program`; ``program.run(x)`` runs the integer program and
-``program.evaluate(x, labels)`` gives per-layer statistics (:class:`Evaluation`).
+:class:`~quantemu.simulate.compiled.Program`; ``program.run(x)`` runs the integer program and
+``program.evaluate(x, labels)`` gives per-layer statistics (:class:`Evaluation`). Both go
+through one :class:`~quantemu.simulate.plan.BackendPlan` per backend (:mod:`.plan`); a
+:class:`~quantemu.simulate.session.Session` runs one model on several backends (:mod:`.session`).
 """
 
 from quantemu.program import (
@@ -17,8 +19,11 @@ from quantemu.program import (
 )
 from quantemu.simulate.compile import Program, compile_model
 from quantemu.simulate.evaluate import Evaluation, LayerStats, evaluate
+from quantemu.simulate.plan import BackendPlan, RangeSource
+from quantemu.simulate.session import Outcome, Session
 
 __all__ = [
+    "BackendPlan",
     "Encoding",
     "Evaluation",
     "Layer",
@@ -26,9 +31,12 @@ __all__ = [
     "LayerStats",
     "LinearEncoding",
     "LoweredModel",
+    "Outcome",
     "Program",
     "QTensor",
+    "RangeSource",
     "RunResult",
+    "Session",
     "compile_model",
     "evaluate",
     "run_lowered",
