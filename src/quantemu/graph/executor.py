@@ -7,6 +7,7 @@ them, and returns the graph outputs (or every value, for per-layer references).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -15,6 +16,7 @@ import numpy as np
 from quantemu.errors import InvalidInputError, QuantemuError
 from quantemu.graph.ir import Inputs, format_shape, install_float_executor
 from quantemu.graph.ops import spec
+from quantemu.graph.passes_shape import fixed_batch, relax_batch
 
 if TYPE_CHECKING:
     from quantemu.graph.ir import Graph, Node
@@ -122,7 +124,18 @@ def run_float(
 
     With ``intermediates=True`` the result holds every value the graph computes (inputs and
     every node output, by tensor name), e.g. as per-layer float references.
+
+    A model exported with a fixed batch of 1 takes any number of samples, as
+    ``quantemu.compile`` does: the batch is relaxed where :func:`relax_batch` proves that changes
+    no sample's result, and otherwise the samples run one at a time (:func:`_run_batch_one`).
     """
+    samples = _samples_beyond_batch_one(graph, inputs)
+    if samples is not None:
+        return _run_batch_one(graph, inputs, samples, intermediates=intermediates)
+    return _run_bound(graph, inputs, intermediates=intermediates)
+
+
+def _run_bound(graph: Graph, inputs: Inputs, *, intermediates: bool) -> dict[str, np.ndarray]:
     bound = bind_inputs(graph, inputs)
     result: dict[str, np.ndarray] = dict(bound) if intermediates else {}
     for _node, produced in iter_float(graph, bound):
@@ -136,6 +149,93 @@ def run_float(
     if not intermediates:
         return {name: result[name] for name in graph.outputs}
     return result
+
+
+# -- a fixed batch of 1 given several samples -----------------------------------------------------
+
+#: Each batch-1 graph's relaxed form (or the graph itself where the batch cannot be relaxed),
+#: made once per graph object: relax_batch checks itself by running the graph.
+_RELAXED: dict[int, tuple[weakref.ref, Graph]] = {}
+
+
+def _samples_beyond_batch_one(graph: Graph, inputs: Inputs) -> int | None:
+    """The number of samples when a fixed-batch-1 graph gets another number of them (the same
+    in every input, each input otherwise of its shape); ``None`` when ``inputs`` is no such
+    case (bind_inputs then checks it as it is)."""
+    if fixed_batch(graph) != 1:
+        return None
+    try:
+        values = _as_list(graph, inputs)
+    except InvalidInputError:
+        return None
+    arrays = [np.asarray(v) for v in values]
+    counts = {a.shape[0] for a in arrays if a.ndim}
+    if len(counts) != 1 or len(arrays) != len(graph.inputs):
+        return None
+    (count,) = counts
+    if count == 1 or any(a.ndim != info.rank for a, info in zip(arrays, graph.inputs, strict=True)):
+        return None
+    return count
+
+
+def _as_list(graph: Graph, inputs: Inputs) -> list:
+    if isinstance(inputs, Mapping):
+        if set(inputs) != set(graph.input_names):
+            raise InvalidInputError("inputs do not name the graph inputs")
+        return [inputs[n] for n in graph.input_names]
+    if isinstance(inputs, np.ndarray) or not isinstance(inputs, Sequence):
+        return [inputs]
+    return list(inputs)
+
+
+def _relaxed(graph: Graph) -> Graph:
+    key = id(graph)
+    cached = _RELAXED.get(key)
+    if cached is not None and cached[0]() is graph:
+        return cached[1]
+    relaxed = relax_batch(graph)
+    _RELAXED[key] = (weakref.ref(graph, lambda _ref: _RELAXED.pop(key, None)), relaxed)
+    return relaxed
+
+
+def _run_batch_one(
+    graph: Graph, inputs: Inputs, samples: int, *, intermediates: bool
+) -> dict[str, np.ndarray]:
+    """``samples`` samples through a batch-1 graph: all at once where the batch relaxes, else
+    one sample at a time (each exactly as the model was exported), stacked on the batch axis."""
+    relaxed = _relaxed(graph)
+    values = dict(zip(graph.input_names, _as_list(graph, inputs), strict=True))
+    if fixed_batch(relaxed) is None:
+        return _run_bound(relaxed, values, intermediates=intermediates)
+    if samples == 0:
+        raise InvalidInputError(
+            f"graph {graph.name!r} has a fixed batch of 1 that cannot be relaxed; give at "
+            "least one sample"
+        )
+    runs = [
+        _run_bound(
+            graph,
+            {n: np.asarray(v)[k : k + 1] for n, v in values.items()},
+            intermediates=intermediates,
+        )
+        for k in range(samples)
+    ]
+    return {name: _stack(graph, name, [run[name] for run in runs]) for name in runs[0]}
+
+
+def _stack(graph: Graph, name: str, per_sample: list[np.ndarray]) -> np.ndarray:
+    """One value's per-sample results on the batch axis; a value that does not carry the batch
+    (a shape computed from the input, say) is kept when every sample gives the same."""
+    first = per_sample[0]
+    if first.ndim and first.shape[0] == 1:
+        return np.concatenate(per_sample, axis=0)
+    if all(np.array_equal(first, other) for other in per_sample[1:]):
+        return first
+    raise InvalidInputError(
+        f"graph {graph.name!r} has a fixed batch of 1 that cannot be relaxed, and its value "
+        f"{name!r} of shape {format_shape(first.shape)} does not carry the batch, so the "
+        "samples' results cannot be stacked; run one sample at a time"
+    )
 
 
 install_float_executor(run_float)
