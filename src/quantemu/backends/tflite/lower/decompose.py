@@ -22,6 +22,9 @@ rewritten graph's intermediates are then observed like any other tensor.
   where a convolution alone computes ``x``, the converter folds ``alpha`` and ``beta`` into its
   weights and bias and only MINIMUM and RELU remain (MobileNetV3's squeeze-excite gates).
 
+A fused activation the int8 kernels lack (LeakyRelu) is first written back as its own operator
+after its producer (:mod:`.unfuse`), as the converter keeps it.
+
 New tensors and nodes are named after the original node (``NAME/mean``, ...); the original
 output keeps its name, so reports and overrides still find it.
 """
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from quantemu.backends.tflite.lower.unfuse import unfuse_activations
 from quantemu.graph.ir import Graph, Node
 
 
@@ -131,7 +135,9 @@ _REWRITES = {"LayerNormalization": _layer_norm, "HardSigmoid": _hard_sigmoid}
 
 def decompose_for_tf_converter(graph: Graph) -> Graph:
     """``graph`` with every LayerNormalization and HardSigmoid written out of the int8 builtins
-    TensorFlow's converter uses (module docstring); the same graph when there are none."""
+    TensorFlow's converter uses, and fused activations TFLite cannot fuse as their own
+    operators (module docstring); the same graph when there are none."""
+    graph = unfuse_activations(graph)
     if not any(n.op_type in _REWRITES for n in graph.nodes):
         return graph
     nodes: list[Node] = []
