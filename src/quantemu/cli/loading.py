@@ -41,13 +41,10 @@ def resolve_model(text: str) -> Path:
 
 def load_model(text: str, *, shapes: dict[str, tuple] | None = None) -> Graph:
     """The model MODEL names, imported as it is (a session optimizes it), its inputs bound to
-    ``shapes`` (``--input-shape``)."""
+    ``shapes`` (``--input-shape``) before the import folds shape computations."""
     from quantemu.graph.loading import load_model as load_graph
 
-    graph = load_graph(resolve_model(text))
-    if shapes:
-        graph = graph.with_input_shapes(shapes)
-    return graph
+    return load_graph(resolve_model(text), shapes=shapes)
 
 
 def demo_split(split: str) -> tuple[np.ndarray, np.ndarray]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,20 +43,23 @@ def resolve_demo(source: Any) -> Any:
     return source
 
 
-def load_model(source: Any) -> Graph:
+def load_model(source: Any, *, shapes: Mapping[str, Sequence] | None = None) -> Graph:
     """A :class:`Graph` from an ONNX or TFLite model (path, bytes, or ``onnx.ModelProto``);
-    ``"demo"`` is the built-in digits CNN, as on the command line."""
+    ``"demo"`` is the built-in digits CNN, as on the command line. ``shapes`` binds input
+    dimensions (see :meth:`Graph.with_input_shapes`); an ONNX model binds them before its shape
+    computations fold, where they are needed."""
     if isinstance(source, Graph):
-        return source
+        return source.with_input_shapes(shapes) if shapes else source
     source = resolve_demo(source)
     if is_tflite(source):
         from quantemu.graph.tflite_import import load_tflite  # noqa: PLC0415 (imports tflite)
 
-        return load_tflite(source)
+        graph = load_tflite(source)
+        return graph.with_input_shapes(shapes) if shapes else graph
     if isinstance(source, str | Path) and not Path(source).exists():
         raise InvalidInputError(
             f"model file {source} does not exist (models: {', '.join(MODEL_SUFFIXES)} files)"
         )
     from quantemu.graph.onnx_import import load_onnx  # noqa: PLC0415 (imports onnx)
 
-    return load_onnx(source)
+    return load_onnx(source, shapes=shapes)

@@ -10,7 +10,7 @@ shapes as it goes, so that auto_pad and negative axes can be resolved; and build
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from onnx.external_data_helper import load_external_data_for_model, uses_externa
 
 from quantemu.errors import InvalidInputError, QuantemuError, UnsupportedError
 from quantemu.graph.ir import UNKNOWN_DIM, Graph, Node, QuantOverride, TensorInfo
+from quantemu.graph.ir import _bound as bound_shape
 from quantemu.graph.onnx_attrs import (
     MAX_OPSET,
     MIN_OPSET,
@@ -42,8 +43,18 @@ _DEFAULT_DOMAINS = ("", "ai.onnx")
 Source = str | os.PathLike | bytes
 
 
-def load_onnx(source: Source | Any, *, name: str | None = None, strict: bool = True) -> Graph:
+def load_onnx(
+    source: Source | Any,
+    *,
+    name: str | None = None,
+    strict: bool = True,
+    shapes: Mapping[str, Sequence] | None = None,
+) -> Graph:
     """Import an ONNX model (a path, the file's bytes, or an ``onnx.ModelProto``).
+
+    ``shapes`` binds symbolic input dimensions before anything is folded or normalized
+    (``{"input": (1, 3, 224, 224)}``; ``None`` or a name keeps a dimension symbolic), as
+    ``--input-shape`` does: shape computations and ``auto_pad`` SAME need known sizes.
 
     The result is the float graph: Q/DQ pairs are removed and their parameters kept in
     ``graph.quant_overrides``; no optimization pass has run (see :mod:`quantemu.graph.passes`).
@@ -58,7 +69,7 @@ def load_onnx(source: Source | Any, *, name: str | None = None, strict: bool = T
 
     model, where = _parse(resolve_demo(source))
     try:
-        return _build(model, where, name, strict)
+        return _build(model, where, name, strict, dict(shapes or {}))
     except QuantemuError as exc:
         raise type(exc)(f"{where}: {exc}") from exc
     except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
@@ -128,13 +139,13 @@ def _opset(model) -> int:
     return opset
 
 
-def _build(model, where: str, name: str | None, strict: bool) -> Graph:
+def _build(model, where: str, name: str | None, strict: bool, shapes: dict) -> Graph:
     onnx_graph = model.graph
     opset = _opset(model)
-    lenient = _Lenient(strict, _shape_hints(model, infer=not strict))
     consts = _initializers(onnx_graph)
+    inputs = _bind([_input_info(v) for v in onnx_graph.input if v.name not in consts], shapes)
+    lenient = _Lenient(strict, _shape_hints(model, inputs, infer=not strict))
     nodes = _raw_nodes(onnx_graph.node, consts)
-    inputs = [_input_info(v) for v in onnx_graph.input if v.name not in consts]
     outputs = [v.name for v in onnx_graph.output]
     if not outputs:
         raise InvalidInputError("the graph declares no outputs")
@@ -410,12 +421,35 @@ def _kind(message: str) -> str:
     return "unsupported attribute or value"
 
 
-def _shape_hints(model, *, infer: bool) -> dict[str, tuple]:
-    """Shapes the file (or, with ``infer``, ONNX's shape inference) gives for values."""
+def _bind(inputs: list[TensorInfo], shapes: dict) -> list[TensorInfo]:
+    """The graph inputs with the dimensions ``shapes`` gives bound (``load_onnx(shapes=)``)."""
+    unknown = sorted(set(shapes) - {t.name for t in inputs})
+    if unknown:
+        raise InvalidInputError(
+            f"no graph input named {', '.join(map(repr, unknown))}; inputs: "
+            f"{', '.join(t.name for t in inputs)}"
+        )
+    return [
+        TensorInfo(t.name, bound_shape(t, shapes[t.name]), t.dtype) if t.name in shapes else t
+        for t in inputs
+    ]
+
+
+def _shape_hints(model, inputs: list[TensorInfo], *, infer: bool) -> dict[str, tuple]:
+    """Shapes the file (or, with ``infer``, ONNX's shape inference from the bound ``inputs``)
+    gives for values."""
     graph = model.graph
     if infer:
+        bound = onnx.ModelProto()
+        bound.CopyFrom(model)
+        given = {t.name: t.shape for t in inputs}
+        for value in bound.graph.input:
+            for dim, size in zip(value.type.tensor_type.shape.dim, given.get(value.name, ()),
+                                 strict=False):  # fmt: skip
+                if isinstance(size, int):
+                    dim.dim_value = size
         try:
-            graph = onnx.shape_inference.infer_shapes(model).graph
+            graph = onnx.shape_inference.infer_shapes(bound).graph
         except Exception:  # inference is a convenience here; the file's own infos remain
             graph = model.graph
     hints = {}

@@ -17,12 +17,12 @@ in both runs becomes ``0`` (copy) when the Reshape input has ``N`` at that posit
 from __future__ import annotations
 
 import numpy as np
-from onnx import helper
+from onnx import defs, helper
 from onnx.reference import ReferenceEvaluator
 
 from quantemu.errors import InvalidInputError, UnsupportedError
 from quantemu.graph.ir import UNKNOWN_DIM, TensorInfo
-from quantemu.graph.onnx_attrs import Context, RawNode, check_reviewed
+from quantemu.graph.onnx_attrs import BIND_HINT, NORMALIZERS, Context, RawNode, check_reviewed
 from quantemu.graph.ops._spec import known
 
 #: The two sizes a symbolic dimension takes when a derived value is evaluated (primes, so that
@@ -70,14 +70,19 @@ def rewrite_raw(raw: RawNode, ctx: Context) -> list[RawNode]:
     if raw.op_type == "Reshape" and derived == names[1:2] and names[0] not in ctx.consts:
         return [_static_reshape(raw, ctx)]
     available = names and all(n in ctx.consts or n in ctx.derived for n in names)
-    if available and (derived or any(ctx.consts[n].dtype.kind != "f" for n in names)):
+    # Integer results (shape vectors) and ops the float graph has no kernel for (Cast, Range,
+    # ConstantOfShape, Equal...) are computed here; float ops on weights stay for the passes.
+    computed = (raw.op_type not in NORMALIZERS and defs.has(raw.op_type)) or any(
+        ctx.consts[n].dtype.kind != "f" for n in names if n in ctx.consts
+    )
+    if available and (derived or computed):
         _fold(raw, ctx, derived)
         return []
     if derived:
         raise UnsupportedError(
             f"{raw}: input {derived[0]!r} is computed from the symbolic dimension "
             f"{ctx.derived[derived[0]][0]!r}; quantemu folds such values only into a Reshape "
-            "target; bind the dimension to a fixed size (--input-shape)"
+            f"target; {BIND_HINT}"
         )
     return [raw]
 
@@ -106,8 +111,7 @@ def _fold_shape(raw: RawNode, ctx: Context) -> None:
     if UNKNOWN_DIM in symbols or len(symbols) > 1:
         raise UnsupportedError(
             f"{raw}: {raw.op_type} of a tensor of shape {shape} is not static; quantemu folds "
-            "shape computations with at most one symbolic dimension (the batch); bind the "
-            "dimensions to fixed sizes (--input-shape)"
+            f"shape computations with at most one symbolic dimension (the batch); {BIND_HINT}"
         )
     runs = [[p if not known(d) else d for d in shape] for p in PROBES[: 1 + len(symbols)]]
     values = [
@@ -122,8 +126,20 @@ def _fold_shape(raw: RawNode, ctx: Context) -> None:
 def _evaluate(raw: RawNode, ctx: Context, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
     attrs = {k: v for k, v in raw.attrs.items() if not (isinstance(v, list) and not v)}
     node = helper.make_node(raw.op_type, list(raw.inputs), list(raw.outputs), **attrs)
+    # A one-node model carries the model's opset: given a bare node, the reference evaluator
+    # runs the newest version of the op (Unsqueeze-13 reads axes from an input, not -11's
+    # attribute).
+    model = helper.make_model(
+        helper.make_graph(
+            [node],
+            "fold",
+            [helper.make_empty_tensor_value_info(n) for n in dict.fromkeys(raw.inputs) if n],
+            [helper.make_empty_tensor_value_info(n) for n in raw.outputs if n],
+        ),
+        opset_imports=[helper.make_opsetid("", ctx.opset)],
+    )
     try:
-        values = list(ReferenceEvaluator(node, opsets={"": ctx.opset}).run(None, feeds))
+        values = list(ReferenceEvaluator(model).run(None, feeds))
     except Exception as exc:  # the reference implementation's own errors, on constants
         raise InvalidInputError(
             f"{raw}: cannot evaluate this node of constant inputs ({type(exc).__name__}: {exc})"
@@ -149,7 +165,7 @@ def _fold(raw: RawNode, ctx: Context, derived: list[str]) -> None:
         raise UnsupportedError(
             f"{raw}: computes from the symbolic dimension(s) {sorted(symbols)}, which quantemu "
             f"follows only through {', '.join(sorted(DERIVED_OPS))} into a Reshape target; "
-            "bind the dimensions to fixed sizes (--input-shape)"
+            f"{BIND_HINT}"
         )
     runs = []
     for k in (1, 2):
@@ -207,8 +223,8 @@ def _infer_entry(raw, symbol, in_shape, target, allowzero) -> int:
 
 def _unprovable(raw: RawNode, symbol: str, why: str) -> UnsupportedError:
     return UnsupportedError(
-        f"{raw}: the target shape depends on the symbolic dimension {symbol!r} and {why}; bind "
-        "the dimension to a fixed size (--input-shape)"
+        f"{raw}: the target shape depends on the symbolic dimension {symbol!r} and {why}; "
+        f"{BIND_HINT}"
     )
 
 
@@ -229,7 +245,7 @@ def _split_sizes(raw: RawNode, ctx: Context, dim, count: int) -> list[int]:
     if not known(dim):
         raise UnsupportedError(
             f"{raw}: an even Split of an axis of symbolic size {dim!r}; give the split sizes or "
-            "bind the dimension (--input-shape)"
+            f"{BIND_HINT}"
         )
     if "num_outputs" in raw.attrs:
         chunk = -(-dim // int(raw.attrs["num_outputs"]))

@@ -27,7 +27,14 @@ from quantemu.graph.onnx_attrs import (  # noqa: F401  (each registers its norma
     squeeze,
     tensor,
 )
-from quantemu.graph.onnx_attrs.base import NORMALIZERS, Context, Normalizer, RawNode, normalizer
+from quantemu.graph.onnx_attrs.base import (
+    BIND_HINT,
+    NORMALIZERS,
+    Context,
+    Normalizer,
+    RawNode,
+    normalizer,
+)
 from quantemu.graph.onnx_attrs.conv import spatial_attrs
 from quantemu.graph.onnx_attrs.opsets import (
     LEGACY_OPSET,
@@ -43,6 +50,7 @@ check_attrs, require = RawNode.check_attrs, RawNode.require
 make, single_output = RawNode.make, RawNode.single_output
 
 __all__ = [
+    "BIND_HINT",
     "LEGACY_OPSET",
     "MAX_OPSET",
     "MIN_OPSET",

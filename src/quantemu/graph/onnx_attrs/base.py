@@ -100,6 +100,13 @@ class Context:
         return self.tensors[raw.inputs[index]]
 
 
+#: The remedy for a size the import needs but the model leaves symbolic: the binding happens
+#: before shape computations fold (a binding after import comes too late for them).
+BIND_HINT = (
+    "bind the input's dimensions when importing: --input-shape INPUT=1x3x224x224 on the "
+    "command line, load_onnx(path, shapes={'INPUT': (1, 3, 224, 224)}) in Python"
+)
+
 Normalizer = Callable[[RawNode, Context], Node]
 NORMALIZERS: dict[str, Normalizer] = {}
 

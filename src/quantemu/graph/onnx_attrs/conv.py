@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from quantemu.errors import InvalidInputError
 from quantemu.graph.ir import Node
-from quantemu.graph.onnx_attrs.base import Context, RawNode, normalizer
+from quantemu.graph.onnx_attrs.base import BIND_HINT, Context, RawNode, normalizer
 from quantemu.graph.ops._spec import known
 
 _CONV = {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}
@@ -48,7 +48,9 @@ def spatial_attrs(raw: RawNode, ctx: Context, kernel: tuple[int, ...], *, dilati
 def _same_pads(raw, sizes, kernel, strides, dilations, *, upper: bool) -> tuple[int, ...]:
     begin, end = [], []
     for size, k, s, d in zip(sizes, kernel, strides, dilations, strict=True):
-        raw.require(known(size), f"auto_pad SAME needs known spatial sizes, input has {sizes}")
+        raw.require(
+            known(size), f"auto_pad SAME needs known spatial sizes, input has {sizes}; {BIND_HINT}"
+        )
         out = -(-size // s)
         total = max((out - 1) * s + (k - 1) * d + 1 - size, 0)
         small, large = total // 2, total - total // 2

@@ -8,7 +8,7 @@ import numpy as np
 
 from quantemu.errors import InvalidInputError, UnsupportedError
 from quantemu.graph.ir import UNKNOWN_DIM, Node
-from quantemu.graph.onnx_attrs.base import Context, RawNode, normalizer
+from quantemu.graph.onnx_attrs.base import BIND_HINT, Context, RawNode, normalizer
 from quantemu.graph.onnx_attrs.opsets import REVIEWED
 from quantemu.graph.ops._spec import known
 
@@ -37,7 +37,7 @@ def _batch_axis(raw: RawNode, ctx: Context, axis: int) -> None:
     if axis == 0 and not known(dim) and dim != UNKNOWN_DIM:
         raise UnsupportedError(
             f"{raw}: {raw.op_type} on the batch axis (axis 0, of symbolic size {dim!r}) is not "
-            "supported; bind the batch to a fixed size (--input-shape) or index another axis"
+            f"supported; index another axis, or {BIND_HINT}"
         )
 
 
@@ -54,7 +54,7 @@ def _gather(raw: RawNode, ctx: Context) -> Node:
     if not known(dim) and min(flat, default=0) < 0:
         raise UnsupportedError(
             f"{raw}: negative indices {flat} on axis {axis} of symbolic size {dim!r} cannot be "
-            "resolved; bind the dimension (--input-shape)"
+            f"resolved; {BIND_HINT}"
         )
     if known(dim):
         bad = [i for i in flat if not -dim <= i < dim]
