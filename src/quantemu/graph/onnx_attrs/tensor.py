@@ -1,5 +1,5 @@
 """Normalizers of the layout ops Flatten, Reshape, Transpose, Concat and Pad (the kernels are
-in :mod:`quantemu.graph.ops.tensor`)."""
+in :mod:`quantemu.graph.ops.tensor`; Pad with mode reflect or edge becomes ``BorderPad``)."""
 
 from __future__ import annotations
 
@@ -61,9 +61,10 @@ def _pad(raw: RawNode, ctx: Context) -> Node:
         pads = _full_pads(raw, ctx, pads, rank)
     mode = str(raw.attrs.get("mode", "constant"))
     raw.require(
-        mode == "constant",
-        f"mode {mode!r} is not supported; quantemu supports Pad with mode 'constant' only "
-        "(reflect, edge and wrap copy border values; rewrite the model to pad with a constant)",
+        mode in _PAD_MODES,
+        f"mode {mode!r} is not supported; quantemu runs Pad with modes "
+        f"{', '.join(map(repr, _PAD_MODES))} (wrap, opset 19, is not: rewrite the model to pad "
+        "with one of those)",
     )
     if len(pads) != 2 * rank:
         raise InvalidInputError(f"{raw}: pads {pads} must have 2 x rank {rank} entries")
@@ -71,7 +72,19 @@ def _pad(raw: RawNode, ctx: Context) -> Node:
         raise UnsupportedError(
             f"{raw}: negative pads {pads} (cropping) are not supported; use Slice instead"
         )
+    if mode != "constant":  # a copy of border values: its own IR op (see ops.tensor)
+        return Node(
+            raw.name,
+            "BorderPad",
+            raw.inputs[:1],
+            raw.outputs[:1],
+            {"pads": tuple(pads), "mode": mode},
+        )
     return raw.make(raw.inputs[:1], {"pads": tuple(pads), "mode": "constant", "value": value})
+
+
+#: ONNX's Pad modes quantemu runs (opsets 2 to 25; ``wrap`` came with opset 19).
+_PAD_MODES = ("constant", "reflect", "edge")
 
 
 def _pad_value(raw: RawNode, ctx: Context) -> float:

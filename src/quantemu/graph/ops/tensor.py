@@ -1,8 +1,14 @@
-"""Layout operators: Flatten, Reshape, Transpose, Concat.
+"""Layout operators: Flatten, Reshape, Transpose, Concat, Pad and BorderPad.
 
 Normalized attributes: Flatten ``axis`` (non-negative); Reshape ``shape`` (the ONNX shape tuple,
 with 0 = copy and -1 = infer unless ``allowzero``) and ``allowzero``; Transpose ``perm``; Concat
-``axis`` (non-negative).
+``axis`` (non-negative); Pad ``pads`` (ONNX order: all begins, then all ends), ``mode``
+(``"constant"``) and ``value``; BorderPad ``pads`` and ``mode`` (``"reflect"`` | ``"edge"``).
+
+ONNX's ``Pad`` with mode ``reflect`` or ``edge`` copies border values instead of writing a
+constant. It is its own IR operator, ``BorderPad``, because targets run it differently (TFLite
+has MIRROR_PAD for reflect and nothing for edge) or not at all: a backend whose rule knows only
+the constant ``Pad`` then refuses it (or falls back) instead of padding with a constant.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from quantemu.errors import InvalidInputError
 from quantemu.graph.ir import UNKNOWN_DIM, Attrs, Dim, Node, Shape, TensorInfo
 from quantemu.graph.ops._spec import (
     data,
@@ -154,9 +161,44 @@ def _run_pad(attrs: Attrs, inputs: Sequence[np.ndarray | None]) -> list[np.ndarr
     return [np.pad(x, widths, constant_values=np.float32(attrs["value"]))]
 
 
+def _infer_border_pad(node: Node, infos: Sequence[TensorInfo | None]) -> list[Shape]:
+    (shape,) = _infer_pad(node, infos)
+    x = data(node, infos, 0)
+    for axis, (d, b, e) in enumerate(
+        zip(x.shape, node.attrs["pads"], node.attrs["pads"][x.rank :], strict=False)
+    ):
+        if known(d):
+            _check_border(node.attrs["mode"], axis, d, b, e, where=node)
+    return [shape]
+
+
+def _check_border(mode: str, axis: int, size: int, begin: int, end: int, *, where) -> None:
+    """onnxruntime's limits: reflect mirrors without repeating the border, so it pads at most
+    ``size - 1`` per side (NumPy would reflect again, a result no runtime gives); edge needs a
+    border value to copy."""
+    if mode == "reflect" and max(begin, end) > size - 1:
+        raise InvalidInputError(
+            f"{where}: mode 'reflect' pads axis {axis} of size {size} by ({begin}, {end}); "
+            f"reflection pads at most size - 1 = {size - 1} per side"
+        )
+    if mode == "edge" and size == 0 and (begin or end):
+        raise InvalidInputError(f"{where}: mode 'edge' cannot pad the empty axis {axis}")
+
+
+def _run_border_pad(attrs: Attrs, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
+    x = inputs[0]
+    pads = attrs["pads"]
+    widths = list(zip(pads[: x.ndim], pads[x.ndim :], strict=True))
+    for axis, (b, e) in enumerate(widths):  # axes, not elements: a run-time size check
+        _check_border(attrs["mode"], axis, x.shape[axis], b, e, where="BorderPad")
+    # NumPy's "reflect" and "edge" are ONNX's (the border itself is not repeated by reflect).
+    return [np.pad(x, widths, mode=attrs["mode"])]
+
+
 register("Flatten", _infer_flatten, _run_flatten)
 register("Reshape", _infer_reshape, _run_reshape)
 register("Transpose", _infer_transpose, _run_transpose)
 # Pad (constant mode only): ``pads`` in ONNX order (all begins, then all ends), ``value``.
 register("Pad", _infer_pad, _run_pad)
+register("BorderPad", _infer_border_pad, _run_border_pad)
 register("Concat", _infer_concat, _run_concat, inputs=(1, 1 << 20))

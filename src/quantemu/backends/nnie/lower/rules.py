@@ -51,5 +51,12 @@ RULES: RuleTable[NnieContext] = RuleTable(
     fallback=float_fallback,
     fallback_ops={op: excluded(f"{op} layers") for op in FLOAT_OPS},
     unsupported=unsupported,
-    refused=recurrent_refusals("nnie"),
+    refused={
+        **recurrent_refusals("nnie"),
+        # The NNIE mapper takes Caffe models (MQBench's NNIE flow exports one): no Caffe layer
+        # pads, and its convolution and pooling pad only with zeros.
+        "BorderPad": "ONNX Pad with mode 'reflect' or 'edge' copies border values; the NNIE "
+        "mapper (Caffe layers) has no padding layer, and NNIE's convolution and pooling pad only "
+        "with zeros; pad on the host or retrain with zero padding",
+    },
 )

@@ -84,5 +84,12 @@ RULES: RuleTable[NvdlaContext] = RuleTable(
     fallback=float_fallback,
     fallback_ops=CPU_OPS,
     unsupported=NvdlaContext.unsupported,
-    refused=recurrent_refusals("nvdla"),
+    refused={
+        **recurrent_refusals("nvdla"),
+        # nvdla/sw's compiler parses Caffe prototxts (umd/core/src/compiler/caffe): no Caffe
+        # layer pads, and the convolution/pooling units pad only with a constant.
+        "BorderPad": "ONNX Pad with mode 'reflect' or 'edge' copies border values; NVIDIA's "
+        "compiler (nvdla/sw) has no padding layer, and NVDLA's CDMA and PDP pad only with a "
+        "constant value; pad on the host or retrain with zero padding",
+    },
 )
