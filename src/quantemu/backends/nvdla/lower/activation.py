@@ -23,8 +23,8 @@ from quantemu.backends.nvdla.lower.sdp import (
     SdpLayer,
     SdpStage,
     activation_stage,
-    channel_constant,
     converter_fields,
+    prelu_slopes,
 )
 from quantemu.backends.nvdla.lut_program import sigmoid_lut, tanh_lut
 from quantemu.backends.nvdla.quantize import ScaleSplit, split_scales
@@ -77,7 +77,7 @@ def lower_lut(ctx: NvdlaContext, node: Node) -> SdpLayer:
 
 def lower_prelu(ctx: NvdlaContext, node: Node) -> SdpLayer:
     """PRelu with a constant per-channel slope -> BS PReLU (memory slopes, shared shift)."""
-    slopes = channel_constant(ctx, node, node.inputs[1])
+    slopes = prelu_slopes(ctx, node)
     scales, shift = split_scales(slopes, how=ScaleSplit.EXACT)
     fields = {
         "BS_BYPASS": 0, "BS_MUL_BYPASS": 0, "BS_MUL_SRC": int(OperandSource.MEMORY),

@@ -236,3 +236,28 @@ def channel_constant(ctx: NvdlaContext, node: Node, name: str) -> np.ndarray:
         f"{node}: {name!r} has shape {v.shape}; the SDP takes one value per channel "
         f"({channels},) or a scalar"
     )
+
+
+def prelu_slopes(ctx, node: Node) -> np.ndarray:
+    """PRelu's constant slope as one value per channel (axis 1), or a clear error.
+
+    ONNX broadcasts the slope to the input from the right (unidirectionally): exporters write
+    ``(C, 1, 1)`` or ``(1, C, 1, 1)`` for a 4-D input, and ``(C,)`` for a 2-D one. A slope is per
+    channel when every right-aligned axis but the channel axis has size 1; a ``(C,)`` slope on a
+    4-D input runs along the width, which the SDP's per-channel operand cannot hold.
+    """
+    shape = ctx.shape(node.inputs[0])
+    value = ctx.const(node.inputs[1])
+    if value is None:
+        raise UnsupportedError(f"{node}: a computed PRelu slope is not supported (constant only)")
+    v = np.asarray(value, np.float32)
+    aligned = (1,) * (len(shape) - v.ndim) + v.shape
+    if v.ndim <= len(shape) and len(shape) >= 2:
+        others = aligned[:1] + aligned[2:]
+        if all(d == 1 for d in others) and aligned[1] in (1, shape[1]):
+            return np.broadcast_to(v.reshape(-1), (shape[1],)).astype(np.float32)
+    raise UnsupportedError(
+        f"{node}: slope of shape {v.shape} on input {tuple(shape)} varies along an axis other "
+        f"than the channels; the SDP's PReLU operand is one value or one per channel "
+        f"({shape[1]}): give the slope as (C, 1, 1) or (1, C, 1, 1)"
+    )

@@ -23,9 +23,8 @@ from quantemu.backends.nvdla.fp16.lower.sdp import (
     fp16_word,
     fp16_words,
 )
-from quantemu.backends.nvdla.lower.sdp import channel_constant
+from quantemu.backends.nvdla.lower.sdp import channel_constant, prelu_slopes
 from quantemu.backends.nvdla.registers import AluAlgo, OperandSource
-from quantemu.errors import UnsupportedError
 from quantemu.graph.ir import Node
 from quantemu.graph.ops.normalize import batchnorm_affine
 from quantemu.program.lowering import LoweringContext
@@ -48,23 +47,15 @@ def lower_activation_fp16(ctx: LoweringContext, node: Node) -> Fp16SdpLayer:
 
 def lower_prelu_fp16(ctx: LoweringContext, node: Node) -> Fp16SdpLayer:
     """PRelu with a constant slope (one, or one per channel) -> BS PReLU multiply."""
+    slopes = prelu_slopes(ctx, node)
     slope = ctx.const(node.inputs[1])
-    if slope is None:
-        raise UnsupportedError(f"{node}: a computed PRelu slope is not supported (constant only)")
-    channels = ctx.shape(node.inputs[0])[1]
-    flat = np.asarray(slope, np.float32).reshape(-1)
     fields = {"BS_BYPASS": 0, "BS_MUL_BYPASS": 0, "BS_MUL_PRELU": 1}
-    if flat.size == 1:
-        fields.update(BS_MUL_SRC=int(OperandSource.REGISTER), BS_MUL_OPERAND=fp16_word(flat[0]))
+    if np.size(slope) == 1:
+        fields.update(BS_MUL_SRC=int(OperandSource.REGISTER), BS_MUL_OPERAND=fp16_word(slopes[0]))
         operands = {}
-    elif flat.size == channels and np.prod(np.shape(slope)) == np.shape(slope)[0]:
-        fields["BS_MUL_SRC"] = int(OperandSource.MEMORY)
-        operands = {"BS_MUL": fp16_words(flat)}
     else:
-        raise UnsupportedError(
-            f"{node}: slope of shape {np.shape(slope)} is neither one value nor one per channel "
-            f"({channels}); the SDP's PReLU operand is per channel"
-        )
+        fields["BS_MUL_SRC"] = int(OperandSource.MEMORY)
+        operands = {"BS_MUL": fp16_words(slopes)}
     words = fp16_words(np.asarray(slope, np.float32))
     check = Fp16Check(node, {1: fp16_values(words).astype(np.float32)})
     return _layer(ctx, node, op="sdp_fp16_prelu", fields=fields, operands=operands, check=check,
