@@ -10,13 +10,13 @@ shapes as it goes, so that auto_pad and negative axes can be resolved; and build
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto
 from onnx.external_data_helper import load_external_data_for_model, uses_external_data
 
 from quantemu.errors import InvalidInputError, QuantemuError, UnsupportedError
@@ -30,6 +30,7 @@ from quantemu.graph.onnx_attrs import (
     RawNode,
     check_reviewed,
 )
+from quantemu.graph.onnx_nodes import decode_initializers, inline_if, outer_reads, raw_nodes
 from quantemu.graph.onnx_shape_fold import rewrite_raw
 from quantemu.graph.ops.unsupported import UNSUPPORTED, unsupported_error
 from quantemu.graph.qdq import DEQUANTIZE, QUANTIZE, drop_qdq_pairs, remove_qdq
@@ -142,10 +143,10 @@ def _opset(model) -> int:
 def _build(model, where: str, name: str | None, strict: bool, shapes: dict) -> Graph:
     onnx_graph = model.graph
     opset = _opset(model)
-    consts = _initializers(onnx_graph)
+    consts = decode_initializers(onnx_graph)
     inputs = _bind([_input_info(v) for v in onnx_graph.input if v.name not in consts], shapes)
     lenient = _Lenient(strict, _shape_hints(model, inputs, infer=not strict))
-    nodes = _raw_nodes(onnx_graph.node, consts)
+    nodes = raw_nodes(onnx_graph.node, consts)
     outputs = [v.name for v in onnx_graph.output]
     if not outputs:
         raise InvalidInputError("the graph declares no outputs")
@@ -181,78 +182,6 @@ def _build(model, where: str, name: str | None, strict: bool, shapes: dict) -> G
         opset=opset,
         metadata=metadata,
     )
-
-
-def _array(tensor, what: str) -> np.ndarray:
-    try:
-        return np.array(numpy_helper.to_array(tensor))
-    except Exception as exc:
-        raise InvalidInputError(f"{what} {tensor.name!r} cannot be decoded: {exc}") from exc
-
-
-def _initializers(onnx_graph) -> dict[str, np.ndarray]:
-    if len(onnx_graph.sparse_initializer):
-        raise UnsupportedError("sparse initializers are not supported")
-    consts = {}
-    for tensor in onnx_graph.initializer:
-        value = _array(tensor, "initializer")
-        if value.size != int(np.prod(tuple(tensor.dims), dtype=np.int64)):
-            raise InvalidInputError(
-                f"initializer {tensor.name!r} holds {value.size} values for dims "
-                f"{tuple(tensor.dims)}"
-            )
-        consts[tensor.name] = value
-    return consts
-
-
-def _raw_nodes(node_protos: Iterable[Any], consts: dict[str, np.ndarray]) -> list[RawNode]:
-    """Decode nodes; give unnamed or duplicate nodes unique names; fold Constant nodes."""
-    nodes: list[RawNode] = []
-    names: set[str] = set()
-    for index, proto in enumerate(node_protos):
-        name = proto.name
-        if not name or name in names:
-            name = f"{proto.op_type}_{index}" if not name else f"{name}_{index}"
-        names.add(name)
-        attrs = {a.name: _attr_value(a) for a in proto.attribute}
-        outputs = tuple(proto.output)
-        while outputs and not outputs[-1]:
-            outputs = outputs[:-1]
-        raw = RawNode(name, proto.op_type, proto.domain, tuple(proto.input), outputs, attrs)
-        if raw.op_type == "Constant" and raw.domain in _DEFAULT_DOMAINS:
-            consts[raw.outputs[0]] = _constant_value(raw)
-            continue
-        nodes.append(raw)
-    return nodes
-
-
-def _attr_value(attribute) -> Any:
-    value = helper.get_attribute_value(attribute)
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
-    if isinstance(value, list):
-        return [v.decode("utf-8", errors="replace") if isinstance(v, bytes) else v for v in value]
-    return value
-
-
-def _constant_value(raw: RawNode) -> np.ndarray:
-    if len(raw.attrs) != 1:
-        raise InvalidInputError(f"{raw}: a Constant has exactly one value attribute")
-    key, value = next(iter(raw.attrs.items()))
-    if key == "value":
-        return _array(value, f"{raw} value")
-    kinds = {
-        "value_float": np.float32,
-        "value_floats": np.float32,
-        "value_int": np.int64,
-        "value_ints": np.int64,
-    }
-    if key not in kinds:
-        raise UnsupportedError(
-            f"{raw}: Constant attribute {key!r} is not supported; supported: "
-            "value, value_float(s), value_int(s)"
-        )
-    return np.array(value, dtype=kinds[key])
 
 
 def _input_info(value_info) -> TensorInfo:
@@ -301,9 +230,11 @@ def _toposort(nodes: list[RawNode], defined: set[str], outputs: list[str]) -> li
     for name in outputs:
         if name not in defined and name not in producer:
             raise InvalidInputError(f"graph output {name!r} is not produced by any node")
+    # An If's branches read values of this graph that its input list does not name.
+    needs = {id(n): [*n.inputs, *(r for r in outer_reads(n) if r in producer)] for n in nodes}
     ordered, done, pending = [], set(defined), list(nodes)
     while pending:
-        ready = [n for n in pending if all(not i or i in done for i in n.inputs)]
+        ready = [n for n in pending if all(not i or i in done for i in needs[id(n)])]
         if not ready:
             raise InvalidInputError(f"the graph has a cycle through {pending[0]}")
         ready_ids = {id(n) for n in ready}
@@ -318,10 +249,18 @@ def _normalize(nodes, opset, consts, inputs, outputs, *, lenient: _Lenient):
     tensors = {t.name: t for t in inputs}
     for key, value in consts.items():
         tensors[key] = TensorInfo(key, value.shape, _float_const(key, value).dtype.name)
-    used = {name for node in nodes for name in node.inputs} | set(outputs)
-    ctx = Context(opset, consts, tensors, used)
+    used = {name for node in nodes for name in [*node.inputs, *outer_reads(node)]}
+    ctx = Context(opset, consts, tensors, used | set(outputs))
     ir_nodes = []
-    for raw in nodes:
+    queue = list(reversed(nodes))
+    while queue:
+        raw = queue.pop()
+        inlined = inline_if(raw, consts)
+        if inlined is not None:  # the branch's nodes take the If's place, in order
+            _add_consts(ctx)
+            ctx.used.update(name for node in inlined for name in node.inputs)
+            queue.extend(reversed(inlined))
+            continue
         # A node after an unsupported one may fail only because its input shape is unknown.
         tainted = any(name in lenient.opaque for name in raw.inputs)
         if tainted:
@@ -340,6 +279,12 @@ def _normalize(nodes, opset, consts, inputs, outputs, *, lenient: _Lenient):
             ir_nodes.append(node)
     lenient.check()
     return ir_nodes, tensors
+
+
+def _add_consts(ctx: Context) -> None:
+    for key, value in ctx.consts.items():
+        if key not in ctx.tensors:
+            ctx.tensors[key] = TensorInfo(key, value.shape, _float_const(key, value).dtype.name)
 
 
 def _normalize_node(raw: RawNode, ctx: Context):
