@@ -30,6 +30,29 @@ FLOAT_OPS = ("Clip", "GlobalAveragePool", "Mul", "PRelu", "Sigmoid", "Softmax")
 SUPPORTED_OPS = tuple(sorted(CODE_OPS + FLOAT_OPS + COMPUTE_OPS + SELECT_OPS))
 
 
+_MAPPER = (
+    "the NNIE mapper builds its network from Caffe layers, which have no {layer} layer, and "
+    "MQBench's NNIE flow (mqbench/deploy/deploy_nnie.py) rewrites none (it only turns Resize "
+    "into Upsample and removes fake pads); {remedy}"
+)
+
+#: What NNIE's toolchain cannot take at all: errors, never float stand-ins.
+REFUSED = {
+    **recurrent_refusals("nnie"),
+    "HardSwish": _MAPPER.format(
+        layer="hard-swish",
+        remedy="retrain with ReLU in its place, or run it outside NNIE",
+    ),
+    "HardSigmoid": _MAPPER.format(
+        layer="hard-sigmoid",
+        remedy="retrain with Sigmoid in its place, or run it outside NNIE",
+    ),
+    # NNIE's convolution and pooling pad only with zeros.
+    "BorderPad": "ONNX Pad with mode 'reflect' or 'edge' copies border values; "
+    + _MAPPER.format(layer="padding", remedy="pad on the host or retrain with zero padding"),
+}
+
+
 def unsupported(ctx: NnieContext, node: Node, why: str) -> UnsupportedError:
     """The error for an op NNIE lowering has no rule for, with what to do about it."""
     reason = f" ({why})" if why else ""
@@ -51,12 +74,5 @@ RULES: RuleTable[NnieContext] = RuleTable(
     fallback=float_fallback,
     fallback_ops={op: excluded(f"{op} layers") for op in FLOAT_OPS},
     unsupported=unsupported,
-    refused={
-        **recurrent_refusals("nnie"),
-        # The NNIE mapper takes Caffe models (MQBench's NNIE flow exports one): no Caffe layer
-        # pads, and its convolution and pooling pad only with zeros.
-        "BorderPad": "ONNX Pad with mode 'reflect' or 'edge' copies border values; the NNIE "
-        "mapper (Caffe layers) has no padding layer, and NNIE's convolution and pooling pad only "
-        "with zeros; pad on the host or retrain with zero padding",
-    },
+    refused=REFUSED,
 )

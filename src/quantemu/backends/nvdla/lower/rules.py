@@ -33,7 +33,7 @@ from quantemu.backends.nvdla.lower.fallback import CPU_OPS, float_fallback
 from quantemu.backends.nvdla.lower.layout import LAYOUT_OPS, lower_concat, lower_layout
 from quantemu.backends.nvdla.lower.normalize import lower_batchnorm, lower_lrn
 from quantemu.backends.nvdla.lower.pool import lower_global_pool, lower_pool
-from quantemu.backends.recurrent_refusals import recurrent_refusals
+from quantemu.backends.nvdla.lower.refusals import REFUSED
 from quantemu.errors import InvalidInputError
 from quantemu.graph.ir import Node
 from quantemu.program import Layer
@@ -84,12 +84,5 @@ RULES: RuleTable[NvdlaContext] = RuleTable(
     fallback=float_fallback,
     fallback_ops=CPU_OPS,
     unsupported=NvdlaContext.unsupported,
-    refused={
-        **recurrent_refusals("nvdla"),
-        # nvdla/sw's compiler parses Caffe prototxts (umd/core/src/compiler/caffe): no Caffe
-        # layer pads, and the convolution/pooling units pad only with a constant.
-        "BorderPad": "ONNX Pad with mode 'reflect' or 'edge' copies border values; NVIDIA's "
-        "compiler (nvdla/sw) has no padding layer, and NVDLA's CDMA and PDP pad only with a "
-        "constant value; pad on the host or retrain with zero padding",
-    },
+    refused=REFUSED,
 )

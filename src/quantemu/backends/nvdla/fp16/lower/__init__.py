@@ -49,8 +49,8 @@ from quantemu.backends.nvdla.lower.context import NvdlaContext
 from quantemu.backends.nvdla.lower.fallback import CPU_OPS, float_fallback
 from quantemu.backends.nvdla.lower.layout import LAYOUT_OPS, lower_layout
 from quantemu.backends.nvdla.lower.options import Options
+from quantemu.backends.nvdla.lower.refusals import REFUSED
 from quantemu.backends.nvdla.lower.rules import located
-from quantemu.backends.recurrent_refusals import recurrent_refusals
 from quantemu.graph.ir import Graph
 from quantemu.program import FP16, Fp16Encoding, Layer, LoweredModel
 from quantemu.program.lowering import Rule, RuleTable
@@ -121,7 +121,7 @@ RULES_FP16: RuleTable[Fp16Context] = RuleTable(
     fallback=float_fallback,
     fallback_ops=CPU_OPS,
     unsupported=NvdlaContext.unsupported,
-    refused=recurrent_refusals("nvdla"),
+    refused=REFUSED,
 )
 
 
