@@ -14,7 +14,8 @@ custom op            layer
                      pad value), then the group or channelwise output transform with the
                      int16 mul/bias/shift tensor and ``final_shr`` read from the file
 ``XC_pad``           byte copy into a frame filled with the stored byte
-``XC_pad_3_to_4``    a fourth byte per pixel (the low byte of ``pv``)
+``XC_pad_3_to_4``    a fourth byte per pixel (the low byte of ``pv``); ``XC_pad_1_to_4``:
+                     three (a CONV_2D on one input channel)
 ``XC_slice``         ``n`` copies of ``l`` bytes from ``s + i * o``
 ``XC_no_op``         the identity (a reshape the memory planner aliases)
 ``XC_add``           ``clamp((bias + x1 * m1 + x2 * m2 + 2**(shift-1)) >> shift)``
@@ -56,8 +57,8 @@ from quantemu.backends.xs3.xformer.lower.compiled_layers import (
     XcMaxPoolLayer,
     XcMeanLayer,
     XcMulLayer,
-    XcPad3To4Layer,
     XcPadLayer,
+    XcPadTo4Layer,
     XcSliceLayer,
 )
 from quantemu.backends.xs3.xformer.lower.softmax import decode_xc_softmax
@@ -128,6 +129,13 @@ def _conv(ctx, node: Node, opts: dict) -> Layer:
     params = conv2d_v2_params(
         opts, (1, *x), (1, *y), weights, ot_data, tensors=(node.inputs[0], node.outputs[0])
     )
+    if params.kernel_type.depthwise and x[-1] != y[-1]:
+        raise UnsupportedError(
+            f"{node}: a depthwise XC_conv2d_v2 from {x[-1]} to {y[-1]} channels, which "
+            "xcore-opt 1.4.2 builds for a depth multiplier above 1 with its filter laid out for "
+            "the input channels only; XMOS's interpreter then computes values unrelated to the "
+            "convolution, which quantemu does not emulate (kept.py). Remedy: depth multiplier 1"
+        )
     return _byte_layer(ctx, node, XcConvCompiledLayer, params=params, rounding=ctx.options.vlashr)
 
 
@@ -142,13 +150,15 @@ def _pad(ctx, node: Node, opts: dict) -> Layer:
     return _byte_layer(ctx, node, XcPadLayer, pad=pad)
 
 
-def _pad_3_to_4(ctx, node: Node, opts: dict) -> Layer:
+def _pad_to_4(ctx, node: Node, opts: dict) -> Layer:
+    depth = {"XC_pad_3_to_4": 3, "XC_pad_1_to_4": 1}[node.attrs["custom_code"]]
     x, y = _shapes(ctx, node)
-    if x[-1] != 3:
-        raise InvalidInputError(f"{node}: XC_pad_3_to_4 on {x}: the last axis must be 3")
-    _check_bytes(node, int(np.prod(x)) // 3 * 4, y)
+    if x[-1] != depth:
+        code = node.attrs["custom_code"]
+        raise InvalidInputError(f"{node}: {code} on {x}: the last axis must be {depth}")
+    _check_bytes(node, int(np.prod(x)) // depth * 4, y)
     value = ((int(opts.get("pv", 0)) & 0xFF) ^ 0x80) - 0x80  # the low byte, signed
-    return _byte_layer(ctx, node, XcPad3To4Layer, value=value)
+    return _byte_layer(ctx, node, XcPadTo4Layer, value=value, depth=depth)
 
 
 def _slice(ctx, node: Node, opts: dict) -> Layer:
@@ -238,7 +248,8 @@ def _broadcast(ctx, node: Node, opts: dict) -> Layer:
 DECODERS = {
     "XC_conv2d_v2": _conv,
     "XC_pad": _pad,
-    "XC_pad_3_to_4": _pad_3_to_4,
+    "XC_pad_3_to_4": _pad_to_4,
+    "XC_pad_1_to_4": _pad_to_4,
     "XC_slice": _slice,
     "XC_no_op": _no_op,
     "XC_add": _add,

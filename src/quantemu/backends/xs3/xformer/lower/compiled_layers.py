@@ -143,15 +143,17 @@ class XcPadLayer(CompiledLayer):
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
-class XcPad3To4Layer(CompiledLayer):
-    """``XC_pad_3_to_4``: every 3-byte pixel followed by the pad byte."""
+class XcPadTo4Layer(CompiledLayer):
+    """``XC_pad_3_to_4`` / ``XC_pad_1_to_4``: every ``depth``-byte pixel followed by the pad
+    byte up to 4 bytes."""
 
     value: int
+    depth: int
 
     def compute(self, inputs: list[QTensor]) -> LayerOutput:
-        """Append one channel of the pad byte."""
-        x = inputs[0].codes.reshape(inputs[0].codes.shape[0], -1, 3)
-        fill = np.full((*x.shape[:2], 1), self.value, np.int8)
+        """Append ``4 - depth`` channels of the pad byte."""
+        x = inputs[0].codes.reshape(inputs[0].codes.shape[0], -1, self.depth)
+        fill = np.full((*x.shape[:2], 4 - self.depth), self.value, np.int8)
         return self._out(np.concatenate([x, fill], axis=2))
 
 

@@ -23,6 +23,7 @@ import numpy as np
 from quantemu.backends.tflite.lower import rules as tflite_rules
 from quantemu.backends.tflite.lower.context import TfliteContext
 from quantemu.backends.xs3.xformer.lower import columns, fuse
+from quantemu.backends.xs3.xformer.lower.kept import kept_builtin
 from quantemu.backends.xs3.xformer.lower.refusals import refuse_batch_matmul
 from quantemu.backends.xs3.xformer.lower.unfuse import conv_table, looked_up
 from quantemu.backends.xs3.xformer.ot_fused import FusedOt, frozen_operand, plan_ot, run_fused
@@ -195,6 +196,10 @@ def lower_xc_conv(ctx: TfliteContext, node: Node) -> Layer:
     node = fuse.absorb(ctx, node)
     if node.op_type == "MatMul" and ctx.const(node.inputs[1]) is None:
         return refuse_batch_matmul(ctx, node)
+    kept = kept_builtin(ctx, node)
+    if kept:
+        rule = tflite_rules.lower_dense if dense else tflite_rules.lower_conv
+        return dataclasses.replace(rule(ctx, node), note=kept)
     if dense:
         base = tflite_rules.lower_dense(ctx, node)
         w = base.weights[:, :, None, None]
