@@ -28,6 +28,8 @@ __all__ = [
     "mul",
     "quantize_float",
     "requantize",
+    "resize_bilinear",
+    "resize_nearest",
 ]
 
 
@@ -188,3 +190,65 @@ def quantize_float(v: float, scale: float, zero_point: int) -> int:
 def dequantize(v: int, scale: float, zero_point: int) -> float:
     """``float32(double(scale) * (v - zero_point))``; the double product is exact."""
     return float(np.float32(float(np.float32(scale)) * (v - zero_point)))
+
+
+def _nearest(i: int, size_in: int, size_out: int, align: bool, half: bool) -> int:
+    """``GetNearestNeighbor``: float32 scale and product, std::round or std::floor."""
+    f32 = np.float32
+    scale = (
+        f32(size_in - 1) / f32(size_out - 1)
+        if align and size_out > 1
+        else f32(size_in) / f32(size_out)
+    )
+    v = float((f32(i) + f32(0.5 if half else 0.0)) * scale)
+    out = min(math.floor(v + 0.5) if align else math.floor(v), size_in - 1)
+    return max(0, out) if half else out
+
+
+def _resize(x, size, element) -> np.ndarray:
+    """An NCHW int8 output of H, W = ``size``, each element ``element(plane, i, j)``."""
+    x = np.asarray(x)
+    n, c = x.shape[:2]
+    y = np.zeros((n, c, *size), np.int8)
+    for b, ch, i, j in itertools.product(range(n), range(c), range(size[0]), range(size[1])):
+        y[b, ch, i, j] = element(x[b, ch], i, j)
+    return y
+
+
+def resize_nearest(x, size, align_corners: bool, half_pixel_centers: bool) -> np.ndarray:
+    """``reference_ops::ResizeNearestNeighbor`` on NCHW codes, one element at a time."""
+    (h, w), (oh, ow), flags = np.shape(x)[2:], size, (align_corners, half_pixel_centers)
+
+    def element(plane, i: int, j: int) -> int:
+        return int(plane[_nearest(i, h, oh, *flags), _nearest(j, w, ow, *flags)])
+
+    return _resize(x, size, element)
+
+
+def _interpolation(i: int, size_in: int, size_out: int, align: bool, half: bool):
+    """``ComputeInterpolationValues`` (integer form): ``(scaled, lower, upper)``."""
+    if align and size_out > 1:
+        scale = _c_div(1024 * (size_in - 1) + _c_div(size_out - 1, 2), size_out - 1)
+    else:
+        scale = _c_div(1024 * size_in + _c_div(size_out, 2), size_out)
+    scaled = i * scale + _c_div(scale, 2) - 512 if half else i * scale
+    return scaled, max(_c_div(scaled, 1024), 0), min(_c_div(scaled + 1023, 1024), size_in - 1)
+
+
+def resize_bilinear(x, size, align_corners: bool, half_pixel_centers: bool) -> np.ndarray:
+    """The int8 ``reference_ops::ResizeBilinear`` on NCHW codes, one element at a time."""
+    (h, w), (oh, ow), flags = np.shape(x)[2:], size, (align_corners, half_pixel_centers)
+
+    def element(plane, i: int, j: int) -> int:
+        iy, y0, y1 = _interpolation(i, h, oh, *flags)
+        ix, x0, x1 = _interpolation(j, w, ow, *flags)
+        dy, dx = iy - 1024 * y0, ix - 1024 * x0
+        s = (
+            int(plane[y0, x0]) * (1024 - dy) * (1024 - dx)
+            + int(plane[y1, x0]) * dy * (1024 - dx)
+            + int(plane[y0, x1]) * (1024 - dy) * dx
+            + int(plane[y1, x1]) * dy * dx
+        )
+        return _c_div(s + ((1 << 19) if s > 0 else -(1 << 19)), 1 << 20)
+
+    return _resize(x, size, element)

@@ -40,6 +40,7 @@ from quantemu.backends.tflite.lower.layers import (
     PoolLayer,
     RequantizeLayer,
 )
+from quantemu.backends.tflite.lower.resize import lower_resize
 from quantemu.backends.tflite.params import (
     FusedActivation,
     TfliteRuntime,
@@ -390,6 +391,7 @@ RULES: RuleTable[TfliteContext] = RuleTable(
         "GlobalAveragePool": lower_mean,
         "ReduceMean": lower_mean,
         "Pad": lower_pad,
+        "Resize": lower_resize,
         "Concat": lower_concat,
         "Clip": lower_relu,
         "Relu": lower_relu,

@@ -5,6 +5,7 @@ backend runs them)."""
 from __future__ import annotations
 
 from quantemu.backends.tflite.lower.context import TfliteContext
+from quantemu.backends.tflite.lower.resize import resize_rule
 from quantemu.graph.ir import Node
 from quantemu.program import Layer
 from quantemu.program.lowering import NotLowerable
@@ -34,4 +35,13 @@ def refuse_batch_matmul(ctx: TfliteContext, node: Node) -> Layer:
     )
 
 
-__all__ = ["refuse_batch_matmul", "refuse_gelu"]
+#: Resize: xcore-opt 1.4.2 keeps RESIZE_NEAREST_NEIGHBOR and RESIZE_BILINEAR as builtins, and
+#: XMOS's runtime runs them as TFLite-Micro does (42 single-op models, both ops, every flag pair:
+#: ``tests/backends/tflite/resize_peer_vectors.json``), except that its RESIZE_NEAREST_NEIGHBOR
+#: ignores ``half_pixel_centers`` (10 of 10 such models read the pixels of the flag unset).
+#: A nearest resize therefore lowers only where a pair without that flag reads the pixels the
+#: graph reads, and is refused (naming the pixels) elsewhere.
+lower_xmos_resize = resize_rule(nearest_pairs=((False, False), (True, False)))
+
+
+__all__ = ["lower_xmos_resize", "refuse_batch_matmul", "refuse_gelu"]
