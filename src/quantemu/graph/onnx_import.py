@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import onnx
-from onnx import TensorProto
+from onnx import TensorProto, helper
 from onnx.external_data_helper import load_external_data_for_model, uses_external_data
 
 from quantemu.errors import InvalidInputError, QuantemuError, UnsupportedError
@@ -144,9 +144,12 @@ def _build(model, where: str, name: str | None, strict: bool, shapes: dict) -> G
     onnx_graph = model.graph
     opset = _opset(model)
     consts = decode_initializers(onnx_graph)
-    inputs = _bind([_input_info(v) for v in onnx_graph.input if v.name not in consts], shapes)
+    given = _bind([_input_info(v) for v in onnx_graph.input if v.name not in consts], shapes)
+    inputs = [t for t in given if t.dtype == "float32"]
     lenient = _Lenient(strict, _shape_hints(model, inputs, infer=not strict))
     nodes = raw_nodes(onnx_graph.node, consts)
+    if len(inputs) < len(given):
+        raise _non_float_error([t for t in given if t.dtype != "float32"], nodes)
     outputs = [v.name for v in onnx_graph.output]
     if not outputs:
         raise InvalidInputError("the graph declares no outputs")
@@ -189,12 +192,11 @@ def _input_info(value_info) -> TensorInfo:
     if kind != "tensor_type":
         raise UnsupportedError(f"graph input {value_info.name!r} is a {kind}, not a tensor")
     tensor_type = value_info.type.tensor_type
-    if tensor_type.elem_type != TensorProto.FLOAT:
-        type_name = TensorProto.DataType.Name(tensor_type.elem_type)
-        raise UnsupportedError(
-            f"graph input {value_info.name!r} has element type {type_name}; "
-            "quantemu imports float32 models"
-        )
+    # Any type is read here; _build refuses the non-float ones, naming the nodes that read them.
+    try:
+        dtype = helper.tensor_dtype_to_np_dtype(tensor_type.elem_type).name
+    except (KeyError, ValueError):
+        dtype = TensorProto.DataType.Name(tensor_type.elem_type)
     if not tensor_type.HasField("shape"):
         raise UnsupportedError(
             f"graph input {value_info.name!r} has no shape; export the model "
@@ -208,7 +210,7 @@ def _input_info(value_info) -> TensorInfo:
             dims.append(
                 dim.dim_param if dim.HasField("dim_param") and dim.dim_param else UNKNOWN_DIM
             )
-    return TensorInfo(value_info.name, tuple(dims), "float32")
+    return TensorInfo(value_info.name, tuple(dims), dtype)
 
 
 def _toposort(nodes: list[RawNode], defined: set[str], outputs: list[str]) -> list[RawNode]:
@@ -269,7 +271,8 @@ def _normalize(nodes, opset, consts, inputs, outputs, *, lenient: _Lenient):
             # Shape sub-graphs fold to constants and Split becomes Slices before normalizing.
             produced = [_normalize_node(r, ctx) for r in rewrite_raw(raw, ctx)]
         except (UnsupportedError, InvalidInputError) as exc:
-            if isinstance(exc, InvalidInputError) and not tainted:
+            # Strict, a model that is wrong is reported as such; lenient, every node is listed.
+            if isinstance(exc, InvalidInputError) and not tainted and lenient.strict:
                 raise
             produced = [lenient.record(raw, exc, _TAINTED if tainted else "", tensors)]
         for node in produced:
@@ -354,6 +357,17 @@ class _Lenient:
         unknown = any(f[2].attrs["kind"] == "unknown operator" for f in real)
         supported = f"supported operators: {_supported_list()}" if unknown else ""
         raise unsupported_error([node for _, _, node in real], extra=supported) from real[0][1]
+
+
+def _non_float_error(non_float: list[TensorInfo], nodes: list[RawNode]) -> UnsupportedError:
+    name, info = non_float[0].name, non_float[0]
+    readers = [str(n) for n in nodes if name in n.inputs]
+    more = f" (and {len(non_float) - 1} more such input(s))" if len(non_float) > 1 else ""
+    return UnsupportedError(
+        f"graph input {name!r} has element type {info.dtype.upper()}{more}, read by "
+        f"{', '.join(readers[:4]) or 'no node'}{', ...' if len(readers) > 4 else ''}; quantemu "
+        "imports float32 models"
+    )
 
 
 def _kind(message: str) -> str:
