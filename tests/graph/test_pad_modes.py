@@ -81,10 +81,11 @@ def test_targets_without_border_padding_refuse_naming_the_mode(backend):
         quantemu.compile(graph, backend, calib)
 
 
-def test_tflite_does_not_pad_a_border_mode_with_a_constant():
-    """tflite's PAD rule knows the constant Pad only: a border mode is refused, never padded
-    with the constant (MIRROR_PAD for reflect is the tflite backend's to add)."""
+@pytest.mark.parametrize("backend", ["tflite", "xs3"])
+def test_tflite_targets_do_not_pad_a_border_mode_with_a_constant(backend):
+    """tflite's PAD rule knows the constant Pad only: a border mode is refused with the
+    converter's reason (MIRROR_PAD, not emulated yet), never padded with the constant."""
     graph = _conv_pad_conv("reflect")
     calib = np.random.default_rng(0).normal(size=(4, 3, 6, 6)).astype(np.float32)
-    with pytest.raises(UnsupportedError, match=r"BorderPad"):
-        quantemu.compile(graph, "tflite", calib)
+    with pytest.raises(UnsupportedError, match=r"BorderPad.*MIRROR_PAD"):
+        quantemu.compile(graph, backend, calib)

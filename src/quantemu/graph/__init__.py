@@ -31,7 +31,7 @@ from quantemu.graph.passes import DEFAULT_PIPELINE, PASSES, Pass, optimize, run_
 SUPPORTED_OPS: tuple[str, ...] = tuple(
     sorted(
         {*OPS, "Constant", "Upsample", "QuantizeLinear", "DequantizeLinear"}
-        - {"Pad", "TfliteCustom"}  # IR operators only the TFLite importer builds
+        - {"BorderPad", "TfliteCustom"}  # IR operators no ONNX op has the name of
         - {UNSUPPORTED}  # what load_onnx(strict=False) keeps of a node it cannot import
     )
 )

@@ -374,6 +374,14 @@ def unsupported(ctx: TfliteContext, node: Node, why: str) -> UnsupportedError:
     )
 
 
+#: Why ONNX Pad in mode reflect or edge (the IR's BorderPad) does not run on TFLite targets.
+BORDER_PAD_REFUSAL = (
+    "Pad with mode reflect or edge: TFLite's converter writes reflect as MIRROR_PAD (mode "
+    "REFLECT), whose int8 kernel is not emulated yet, and TFLite has no edge padding at all "
+    "(MIRROR_PAD offers only REFLECT and SYMMETRIC); pad with a constant, or run the layer on "
+    "the host"
+)
+
 RULES: RuleTable[TfliteContext] = RuleTable(
     rules={
         "Conv": lower_conv,
@@ -404,5 +412,5 @@ RULES: RuleTable[TfliteContext] = RuleTable(
         **dict.fromkeys(MOVE_OPS, lower_move),
     },
     unsupported=unsupported,
-    refused=recurrent_refusals("tflite"),
+    refused={**recurrent_refusals("tflite"), "BorderPad": BORDER_PAD_REFUSAL},
 )

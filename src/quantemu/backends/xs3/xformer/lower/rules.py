@@ -74,7 +74,7 @@ _RULES = {
 RULES: RuleTable[TfliteContext] = RuleTable(
     rules={**_RULES, **{op: _unless_absorbed(_RULES[op]) for op in ("Min", "Relu")}},
     unsupported=tflite_rules.unsupported,
-    refused=recurrent_refusals("xs3"),
+    refused={**recurrent_refusals("xs3"), "BorderPad": tflite_rules.BORDER_PAD_REFUSAL},
 )
 
 __all__ = ["RULES"]
