@@ -20,7 +20,7 @@ from quantemu.backends.nnie.lower.quantized import (
     conv_rule,
     select_rule,
 )
-from quantemu.backends.recurrent_refusals import recurrent_refusals
+from quantemu.backends.refusals import missing_layers
 from quantemu.errors import UnsupportedError
 from quantemu.graph.ir import Node
 from quantemu.program.lowering import RuleTable
@@ -37,20 +37,19 @@ _MAPPER = (
 )
 
 #: What NNIE's toolchain cannot take at all: errors, never float stand-ins.
-REFUSED = {
-    **recurrent_refusals("nnie"),
-    "HardSwish": _MAPPER.format(
-        layer="hard-swish",
-        remedy="retrain with ReLU in its place, or run it outside NNIE",
-    ),
-    "HardSigmoid": _MAPPER.format(
-        layer="hard-sigmoid",
-        remedy="retrain with Sigmoid in its place, or run it outside NNIE",
-    ),
-    # NNIE's convolution and pooling pad only with zeros.
-    "BorderPad": "ONNX Pad with mode 'reflect' or 'edge' copies border values; "
-    + _MAPPER.format(layer="padding", remedy="pad on the host or retrain with zero padding"),
-}
+REFUSED = missing_layers(
+    "nnie",
+    _MAPPER,
+    {
+        "HardSwish": ("hard-swish", "retrain with ReLU in its place, or run it outside NNIE"),
+        "HardSigmoid": (
+            "hard-sigmoid",
+            "retrain with Sigmoid in its place, or run it outside NNIE",
+        ),
+        # NNIE's convolution and pooling pad only with zeros.
+        "BorderPad": ("padding", "pad on the host or retrain with zero padding"),
+    },
+)
 
 
 def unsupported(ctx: NnieContext, node: Node, why: str) -> UnsupportedError:

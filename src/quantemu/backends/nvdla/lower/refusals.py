@@ -10,9 +10,7 @@ a float stand-in (a number no NVDLA deployment produces).
 
 from __future__ import annotations
 
-from types import MappingProxyType
-
-from quantemu.backends.recurrent_refusals import recurrent_refusals
+from quantemu.backends.refusals import missing_layers
 
 _PARSE_TABLE = (
     "nvdla/sw's Caffe parser has no {layer} layer (its parse table: Convolution, Pooling, "
@@ -21,23 +19,23 @@ _PARSE_TABLE = (
     "layer into others. {remedy}"
 )
 
-REFUSED = MappingProxyType(
+REFUSED = missing_layers(
+    "nvdla",
+    _PARSE_TABLE,
     {
-        **recurrent_refusals("nvdla"),
-        "HardSwish": _PARSE_TABLE.format(
-            layer="hard-swish",
-            remedy="Retrain with ReLU (or ReLU6 as Clip) in its place, or run it on the host",
+        "HardSwish": (
+            "hard-swish",
+            "Retrain with ReLU (or ReLU6 as Clip) in its place, or run it on the host",
         ),
-        "HardSigmoid": _PARSE_TABLE.format(
-            layer="hard-sigmoid",
-            remedy="Retrain with Sigmoid (the SDP's LUT) in its place, or run it on the host",
+        "HardSigmoid": (
+            "hard-sigmoid",
+            "Retrain with Sigmoid (the SDP's LUT) in its place, or run it on the host",
         ),
         # The CDMA and the PDP pad only with a constant value.
-        "BorderPad": "ONNX Pad with mode 'reflect' or 'edge' copies border values; "
-        + _PARSE_TABLE.format(
-            layer="padding",
-            remedy="NVDLA's CDMA and PDP pad only with a constant value: pad on the host or "
-            "retrain with zero padding",
+        "BorderPad": (
+            "padding",
+            "NVDLA's CDMA and PDP pad only with a constant value: pad on the host or retrain "
+            "with zero padding",
         ),
-    }
+    },
 )

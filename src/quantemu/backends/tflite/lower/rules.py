@@ -11,7 +11,7 @@ import dataclasses
 
 import numpy as np
 
-from quantemu.backends.recurrent_refusals import recurrent_refusals
+from quantemu.backends.refusals import recurrent_refusals
 from quantemu.backends.tflite.activation_params import (
     hard_swish_params,
     leaky_relu_params,

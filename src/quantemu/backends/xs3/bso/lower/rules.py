@@ -35,7 +35,7 @@ table's :class:`~quantemu.errors.UnsupportedError`, which lists the supported on
 
 from __future__ import annotations
 
-from quantemu.backends.recurrent_refusals import recurrent_refusals
+from quantemu.backends.refusals import recurrent_refusals
 from quantemu.backends.tflite.lower.rules import lower_pad
 from quantemu.backends.xs3.bso.lower.activation import LUT_OPS, lower_lookup
 from quantemu.backends.xs3.bso.lower.conv import lower_conv, lower_dense

@@ -26,7 +26,7 @@ A MINIMUM and RELU that xcore-opt fuses into the convolution before them only pa
 
 from __future__ import annotations
 
-from quantemu.backends.recurrent_refusals import recurrent_refusals
+from quantemu.backends.refusals import recurrent_refusals
 from quantemu.backends.tflite.lower import rules as tflite_rules
 from quantemu.backends.tflite.lower.context import TfliteContext
 from quantemu.backends.xs3.xformer.lower import fuse

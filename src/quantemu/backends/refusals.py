@@ -1,11 +1,15 @@
-"""Why each target refuses ONNX LSTM and GRU (only onednn lowers them: ``onednn/rnn.py``).
+"""Why a target's toolchain refuses an operator outright: the ``refused`` entries of the
+backends' rule tables.
 
 A float stand-in would report numbers no deployment of the target produces, so these are errors
-even where other operators may fall back to float.
+even where other operators may fall back to float: ONNX LSTM and GRU everywhere but onednn
+(``onednn/rnn.py`` lowers them), and the layers a vendor's parser has no entry for
+(:func:`missing_layers`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import MappingProxyType
 
 _WHY = {
@@ -26,3 +30,20 @@ _WHY = {
 def recurrent_refusals(backend: str) -> MappingProxyType:
     """``{"LSTM": why, "GRU": why}`` for ``backend``'s :class:`RuleTable` ``refused``."""
     return MappingProxyType(dict.fromkeys(("LSTM", "GRU"), _WHY[backend]))
+
+
+#: What a refusal of the IR's BorderPad (ONNX Pad in mode reflect or edge) says first.
+BORDER_PAD = "ONNX Pad with mode 'reflect' or 'edge' copies border values; "
+
+
+def missing_layers(
+    backend: str, template: str, layers: Mapping[str, tuple[str, str]]
+) -> MappingProxyType:
+    """``backend``'s refusals: its recurrent ones, and for each ``op -> (layer, remedy)`` of
+    ``layers`` the toolchain's ``template`` (``{layer}``: the layer its parser lacks,
+    ``{remedy}``: what to do); a BorderPad refusal starts with :data:`BORDER_PAD`."""
+    found = dict(recurrent_refusals(backend))
+    for op, (layer, remedy) in layers.items():
+        why = template.format(layer=layer, remedy=remedy)
+        found[op] = BORDER_PAD + why if op == "BorderPad" else why
+    return MappingProxyType(found)
