@@ -70,3 +70,16 @@ def test_a_backend_that_fails_as_a_whole_is_a_row(monkeypatch):
     table = support_table(optimize(load_onnx(demo_model_path())), ["nvdla"])
     assert table.errors == {"nvdla": "TypeError: boom"}
     assert table.cell("Conv", "nvdla") == "error"
+
+
+def test_support_table_of_a_dynamically_quantized_model(tmp_path):
+    """onnxruntime's quantize_dynamic writes DynamicQuantizeLinear/ConvInteger/MatMulInteger,
+    which no backend runs: each backend names them, none fails as a whole (a multi-output
+    opaque node left onednn without the encoding of its second output: a KeyError)."""
+    quantization = pytest.importorskip("onnxruntime.quantization")
+    path = tmp_path / "dynamic.onnx"
+    quantization.quantize_dynamic(str(demo_model_path()), str(path))
+    table = support_table(load_onnx(path, strict=False))
+    assert table.errors == {}
+    for op in ("DynamicQuantizeLinear", "ConvInteger", "MatMulInteger"):
+        assert {table.cell(op, b) for b in table.backends} == {"unsupported"}

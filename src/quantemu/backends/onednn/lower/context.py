@@ -112,7 +112,10 @@ def assign_encodings(
         source = node.inputs[0] if node.inputs else ""
         factor = scalar_factor(graph, node)
         given = out in graph.quant_overrides or out in adopted
-        scaled = None if factor is None or given else mul_scalar_encoding(enc[factor[0]], factor[1])
+        # The factor's activation has no encoding when an opaque node (an Unsupported one, in
+        # a lenient import's support table) made it: then this is no scalar product of it.
+        known = factor is not None and factor[0] in enc
+        scaled = mul_scalar_encoding(enc[factor[0]], factor[1]) if known and not given else None
         if scaled is not None:
             enc[out] = scaled
         elif node.op_type in RECURRENT_OPS:
