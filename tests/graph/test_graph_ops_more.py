@@ -154,10 +154,12 @@ def test_pad(opset, args, attrs):
 
 
 @pytest.mark.parametrize("mode", ["reflect", "edge"])
-def test_pad_other_modes_refused(mode):
+def test_pad_border_modes_import_as_border_pad(mode):
+    # reflect and edge copy border values: their own IR op, so that no backend pads them with
+    # a constant (tests/graph/test_pad_modes.py checks them against onnxruntime)
     m, _ = single("Pad", [X, _i64(0, 0, 1, 1, 0, 0, 1, 1)], opset=13, mode=mode)
-    with pytest.raises(UnsupportedError, match=f"mode '{mode}' is not supported.*constant"):
-        load_onnx(m)
+    (node,) = load_onnx(m).nodes
+    assert (node.op_type, node.attrs["mode"]) == ("BorderPad", mode)
 
 
 def test_refusals_name_the_problem():

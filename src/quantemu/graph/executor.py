@@ -7,6 +7,7 @@ them, and returns the graph outputs (or every value, for per-layer references).
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -194,7 +195,9 @@ def _relaxed(graph: Graph) -> Graph:
     if cached is not None and cached[0]() is graph:
         return cached[1]
     relaxed = relax_batch(graph)
-    _RELAXED[key] = (weakref.ref(graph, lambda _ref: _RELAXED.pop(key, None)), relaxed)
+    # the callback holds the cache itself: at interpreter exit the module global is None
+    forget = functools.partial(_RELAXED.pop, key, None)
+    _RELAXED[key] = (weakref.ref(graph, lambda _ref: forget()), relaxed)
     return relaxed
 
 
