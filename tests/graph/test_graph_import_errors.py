@@ -157,8 +157,9 @@ def test_non_float_input():
         load_onnx(m)
 
 
-def test_conv_1d_is_unsupported():
-    m, _ = single("Conv", [(1, 3, 10), weights((4, 3, 3))])
+def test_conv_3d_is_unsupported():
+    """1-D convolutions import as 2-D ones (test_onnx_1d.py); volumetric ones do not."""
+    m, _ = single("Conv", [(1, 3, 6, 6, 6), weights((4, 3, 3, 3, 3))])
     with pytest.raises(UnsupportedError, match="only 2-D Conv on NCHW input"):
         load_onnx(m)
 

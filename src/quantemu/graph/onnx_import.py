@@ -30,6 +30,7 @@ from quantemu.graph.onnx_attrs import (
     RawNode,
     check_reviewed,
 )
+from quantemu.graph.onnx_lift_1d import lift_1d
 from quantemu.graph.onnx_nodes import decode_initializers, inline_if, outer_reads, raw_nodes
 from quantemu.graph.onnx_shape_fold import rewrite_raw
 from quantemu.graph.ops.unsupported import UNSUPPORTED, unsupported_error
@@ -164,6 +165,8 @@ def _build(model, where: str, name: str | None, strict: bool, shapes: dict) -> G
         nodes, overrides = remove_qdq(nodes, consts, outputs, opset)
     else:
         overrides = {}
+    # Conv1d & co. become 2-D ops before any shape is inferred
+    nodes, overrides = lift_1d(nodes, consts, overrides, opset, {t.name: t.rank for t in inputs})
     ir_nodes, tensors = _normalize(nodes, opset, consts, inputs, outputs, lenient=lenient)
     used = {n for node in ir_nodes for n in node.inputs} | set(outputs)
     initializers = {k: _float_const(k, v) for k, v in consts.items() if k in used}
