@@ -26,6 +26,7 @@ __all__ = [
     "max_pool2d",
     "mean",
     "mul",
+    "prelu",
     "quantize_float",
     "requantize",
     "resize_bilinear",
@@ -122,6 +123,17 @@ def mul(a: int, b: int, params) -> int:
     prod = (a + params.input1_offset) * (b + params.input2_offset)
     out = mbqm(prod, params.output_multiplier, params.output_shift) + params.output_offset
     return clamp(out, params.act_min, params.act_max)
+
+
+def prelu(x: int, alpha: int, params) -> int:
+    """One element of PRELU (``reference_ops::BroadcastPrelu4DSlow``, int8)."""
+    v = x - params.input_zero_point
+    if v >= 0:
+        out = mbqm(v, params.multiplier_identity, params.shift_identity)
+    else:
+        a = alpha - params.alpha_zero_point
+        out = mbqm(v * a, params.multiplier_alpha, params.shift_alpha)
+    return clamp(out + params.output_zero_point, -128, 127)
 
 
 def _pool(x, kernel, strides, pads, reduce_taps) -> np.ndarray:

@@ -1,9 +1,10 @@
 """TensorFlow's converter's own graph rewrites, applied before calibration.
 
-TFLite has no LayerNormalization and no HardSigmoid kernel. TensorFlow's converter writes them
-out of int8 builtins, and every intermediate tensor gets its own calibrated range, so quantemu
-rewrites the float graph the same way *before* calibration (``BackendSpec.prepare``); the
-rewritten graph's intermediates are then observed like any other tensor.
+TFLite has no LayerNormalization, HardSigmoid or BatchNormalization kernel. TensorFlow's
+converter writes them out of int8 builtins, and every intermediate tensor gets its own
+calibrated range, so quantemu rewrites the float graph the same way *before* calibration
+(``BackendSpec.prepare``); the rewritten graph's intermediates are then observed like any
+other tensor.
 
 - ``LayerNormalization`` (Keras ``LayerNormalization``: ``tf.nn.moments`` then
   ``tf.nn.batch_normalization``), as the converter's int8 model shows it::
@@ -21,6 +22,17 @@ rewritten graph's intermediates are then observed like any other tensor.
 
   where a convolution alone computes ``x``, the converter folds ``alpha`` and ``beta`` into its
   weights and bias and only MINIMUM and RELU remain (MobileNetV3's squeeze-excite gates).
+- A standalone inference ``BatchNormalization`` (one the graph passes could not fold into a
+  convolution before it: after an Add, at the input), which the converter lowers
+  (``FusedBatchNormV3``: ``m = scale * rsqrt(var + eps)``, constants folded) to::
+
+      y = ADD(MUL(x, m), offset - mean * m)
+
+  with per-channel constant operands, each quantized as any constant operand (its own
+  min/max). ``m`` and the offset are computed as the graph's own float kernel computes them
+  (:func:`~quantemu.graph.ops.normalize.batchnorm_affine`, ``scale / sqrt(var + eps)``);
+  TensorFlow's folded ``rsqrt`` may differ from it by an ulp, which can move a constant's
+  code only where it falls on a rounding boundary.
 
 A fused activation the int8 kernels lack (LeakyRelu) is first written back as its own operator
 after its producer (:mod:`.unfuse`), as the converter keeps it.
@@ -35,6 +47,7 @@ import numpy as np
 
 from quantemu.backends.tflite.lower.unfuse import unfuse_activations
 from quantemu.graph.ir import Graph, Node
+from quantemu.graph.ops.normalize import batchnorm_affine
 
 
 class _Builder:
@@ -130,13 +143,30 @@ def _folded_affine(graph: Graph, node: Node, b: _Builder) -> str | None:
     return node.inputs[0]
 
 
-_REWRITES = {"LayerNormalization": _layer_norm, "HardSigmoid": _hard_sigmoid}
+def _batch_norm(graph: Graph, node: Node) -> _Builder:
+    b = _Builder(graph, node)
+    stats = (graph.initializers[name] for name in node.inputs[1:5])
+    multiplier, offset = batchnorm_affine(*stats, node.attrs["epsilon"])
+    # per channel on axis 1 (NC...), broadcast from the right as ONNX's Mul and Add do
+    shape = (-1,) + (1,) * (graph.tensors[node.inputs[0]].rank - 2)
+    m = b.const("multiplier", multiplier.reshape(shape))
+    scaled = b.op("mul", "Mul", (node.inputs[0], m))
+    b.op("add", "Add", (scaled, b.const("offset", offset.reshape(shape))), node.outputs[0])
+    return b
+
+
+_REWRITES = {
+    "LayerNormalization": _layer_norm,
+    "HardSigmoid": _hard_sigmoid,
+    "BatchNormalization": _batch_norm,
+}
 
 
 def decompose_for_tf_converter(graph: Graph) -> Graph:
-    """``graph`` with every LayerNormalization and HardSigmoid written out of the int8 builtins
-    TensorFlow's converter uses, and fused activations TFLite cannot fuse as their own
-    operators (module docstring); the same graph when there are none."""
+    """``graph`` with every LayerNormalization, HardSigmoid and standalone BatchNormalization
+    written out of the int8 builtins TensorFlow's converter uses, and fused activations TFLite
+    cannot fuse as their own operators (module docstring); the same graph when there are
+    none."""
     graph = unfuse_activations(graph)
     if not any(n.op_type in _REWRITES for n in graph.nodes):
         return graph
@@ -144,7 +174,7 @@ def decompose_for_tf_converter(graph: Graph) -> Graph:
     constants: dict[str, np.ndarray] = {}
     for node in graph.nodes:
         rewrite = _REWRITES.get(node.op_type)
-        if rewrite is None or (node.op_type == "LayerNormalization" and not _gamma_ok(graph, node)):
+        if rewrite is None or (node.op_type in _CONSTANT_PARAMS and not _gamma_ok(graph, node)):
             nodes.append(node)
             continue
         built = rewrite(graph, node)
@@ -154,7 +184,12 @@ def decompose_for_tf_converter(graph: Graph) -> Graph:
     return graph.replace(nodes=tuple(nodes), initializers={**graph.initializers, **constants})
 
 
+#: Rewritten only when every parameter input is a constant.
+_CONSTANT_PARAMS = ("LayerNormalization", "BatchNormalization")
+
+
 def _gamma_ok(graph: Graph, node: Node) -> bool:
-    """Only constant scale and bias are written out: the converter folds nothing else, and a
-    LayerNormalization with computed scale stays as it is (and is refused, naming it)."""
+    """Only constant parameters are written out: the converter folds nothing else, and a
+    LayerNormalization or BatchNormalization with computed parameters stays as it is (and is
+    refused, naming it)."""
     return all(name in graph.initializers for name in node.inputs[1:] if name)

@@ -40,6 +40,7 @@ from quantemu.backends.tflite.lower.layers import (
     PoolLayer,
     RequantizeLayer,
 )
+from quantemu.backends.tflite.lower.prelu import lower_prelu
 from quantemu.backends.tflite.lower.resize import lower_resize
 from quantemu.backends.tflite.params import (
     FusedActivation,
@@ -404,6 +405,7 @@ RULES: RuleTable[TfliteContext] = RuleTable(
         "Clip": lower_relu,
         "Relu": lower_relu,
         "LeakyRelu": lower_activation,
+        "PRelu": lower_prelu,
         "HardSwish": lower_activation,
         "Sigmoid": lower_activation,
         "Tanh": lower_activation,
