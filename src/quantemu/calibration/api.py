@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
-from quantemu.calibration.datasets import ImageOptions, load_dataset
+from quantemu.calibration.datasets import ImageOptions, load_dataset, npz_arrays
+from quantemu.calibration.feeds import FeedBatch, FeedSamples
 from quantemu.calibration.observers import OBSERVERS, make_observer
 from quantemu.calibration.ranges import CalibrationRanges, TensorRange
 from quantemu.errors import InvalidInputError
@@ -57,8 +58,10 @@ def calibrate(
     """Run the float executor over ``data`` and observe the range of every activation.
 
     ``graph`` is a :class:`~quantemu.graph.Graph` (or a model path); ``data`` anything
-    :func:`~quantemu.calibration.datasets.load_dataset` accepts (array, dict of arrays, .npy/.npz
-    path with ``key``, image directory with ``image_options``). ``observer`` is ``"minmax"``,
+    :func:`~quantemu.calibration.datasets.load_dataset` accepts (array, .npy/.npz path with
+    ``key``, image directory with ``image_options``), or for any model a dict ``{input name:
+    array}`` (for a model with several inputs also a .npz keyed by input name), batched along
+    each input's batch axis (:mod:`~quantemu.calibration.feeds`). ``observer`` is ``"minmax"``,
     ``"percentile"`` (``percentile``, default 99.99) or ``"mse"`` (``bits``, ``symmetric``).
     With ``per_channel`` the ranges of tensors of rank >= 2 are per index of ``axis`` (default 1,
     the channels of NCHW and the features of (N, F)). ``tensors`` restricts the observed tensors
@@ -72,7 +75,7 @@ def calibrate(
     _positive("batch_size", batch_size)
     batch_size = fixed_batch(graph) or batch_size  # a model with a fixed batch takes only that
     _positive("limit", limit)
-    dataset = load_dataset(data, key=key, image_options=image_options)
+    dataset = _dataset(graph, data, key, image_options)
     names = _tensor_names(graph, tensors)
     options = {"percentile": percentile, "bits": bits, "symmetric": symmetric}
     observers = {
@@ -97,6 +100,17 @@ def calibrate(
         samples=samples,
         model=graph.metadata.get("source", graph.name),
     )
+
+
+def _dataset(graph: Graph, data: Any, key: str | None, image_options):
+    """The calibration set: feeds by input name for a dict (or a multi-input model's .npz),
+    else :func:`~quantemu.calibration.datasets.load_dataset`'s."""
+    if isinstance(data, Mapping):
+        return FeedSamples(graph, data, "calibration data")
+    multi_npz = isinstance(data, str | os.PathLike) and str(data).endswith(".npz")
+    if multi_npz and len(graph.inputs) > 1 and key is None:
+        return FeedSamples(graph, npz_arrays(data), f"calibration data {data}")
+    return load_dataset(data, key=key, image_options=image_options)
 
 
 def _observe(graph: Graph, batches: Iterator, observers: dict, bar) -> tuple[int, int]:
@@ -169,6 +183,8 @@ def _values(graph, batch, wanted) -> Iterator[tuple[str, np.ndarray]]:
 
 
 def _batch_size(batch) -> int:
+    if isinstance(batch, FeedBatch):
+        return batch.size
     if isinstance(batch, dict):
         return len(next(iter(batch.values())))
     return len(batch)
@@ -184,13 +200,18 @@ def _limited(batches: Iterator, limit: int | None) -> Iterator:
             return
         part = batch
         if _batch_size(batch) > left:
-            part = (
-                {k: v[:left] for k, v in batch.items()}
-                if isinstance(batch, dict)
-                else (batch[:left])
-            )
+            part = _head(batch, left)
         left -= _batch_size(part)
         yield part
+
+
+def _head(batch, count: int):
+    """The first ``count`` samples of a batch (a feed batch's unbatched inputs whole)."""
+    if isinstance(batch, FeedBatch):
+        return batch.head(count)
+    if isinstance(batch, dict):
+        return {k: v[:count] for k, v in batch.items()}
+    return batch[:count]
 
 
 @contextmanager

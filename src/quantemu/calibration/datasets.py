@@ -222,3 +222,16 @@ def _npz_array(path: Path, key: str | None) -> np.ndarray:
             return archive[key]
         except (OSError, ValueError) as exc:
             raise InvalidInputError(f"cannot read {key!r} from {path}: {exc}") from exc
+
+
+def npz_arrays(source: str | os.PathLike, *, leave: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Every array of a ``.npz`` file but those named in ``leave`` (a multi-input model's
+    feeds, keyed by input name)."""
+    path = Path(source)
+    if not path.is_file():
+        raise InvalidInputError(f"data {path} does not exist")
+    with _np_load(path) as archive:
+        try:
+            return {k: archive[k] for k in archive.keys() if k not in leave}  # noqa: SIM118
+        except (OSError, ValueError) as exc:
+            raise InvalidInputError(f"cannot read {path}: {exc}") from exc

@@ -1,7 +1,8 @@
 """Model and data loading for the commands: MODEL names, ``.npy``/``.npz`` samples, labels.
 
 MODEL is a ``.onnx`` path or ``demo`` (the built-in digits CNN). DATA is a ``.npy`` file or a
-``.npz`` file holding float samples along axis 0 (see :func:`load_array`). LABELS is a ``.npy``
+``.npz`` file holding float samples along axis 0 (see :func:`load_array`); for a model with several
+inputs, one ``.npz`` keyed by input name (see :func:`load_feeds`). LABELS is a ``.npy``
 file, a ``.npz`` file or the name of an array inside the evaluation ``.npz``
 (see :func:`load_labels`). Every failure is an :class:`~quantemu.errors.InvalidInputError` whose
 message names the option and the file.
@@ -161,21 +162,51 @@ def _npz_key(path: Path, key: str, what: str) -> np.ndarray:
         raise InvalidInputError(f"{what}: cannot read {path}: {exc}") from None
 
 
-def check_data(graph: Graph, x: np.ndarray, what: str) -> None:
-    """A clear error when ``x`` does not fit the model's single input (dtype, shape).
+def multi_input(graph: Graph) -> bool:
+    """Whether the model has several inputs (its data is a .npz keyed by input name)."""
+    return len(graph.inputs) > 1
+
+
+def load_feeds(source: str, key: str | None, what: str, graph: Graph, leave=()) -> dict:
+    """A multi-input model's data: the arrays of a .npz keyed by input name (``leave``: the
+    other arrays it may hold, e.g. the --labels key), checked by :func:`check_data`."""
+    from quantemu.calibration.datasets import npz_arrays
+    from quantemu.calibration.feeds import inputs_text
+
+    option = what.split(maxsplit=1)[0]
+    if key is not None:
+        raise InvalidInputError(
+            f"{what}: the model has {len(graph.inputs)} inputs, fed by the arrays of one .npz "
+            f"keyed by input name; {option}-key selects one array: leave it out"
+        )
+    if Path(source).suffix != ".npz" or any(c in source for c in "*?["):
+        raise InvalidInputError(
+            f"{what}: the model has {len(graph.inputs)} inputs ({inputs_text(graph)}); give one "
+            ".npz file keyed by input name, e.g. numpy.savez(path, **{name: array}) (shards "
+            "and .npy files hold one array)"
+        )
+    try:
+        return npz_arrays(source, leave=tuple(leave))
+    except QuantemuError as exc:
+        raise InvalidInputError(f"{what}: {exc}") from None
+
+
+def check_data(graph: Graph, x: Any, what: str) -> Any:
+    """A clear error when ``x`` does not fit the model's inputs (names, dtype, shape); returns
+    the data as the run takes it (a multi-input model's dict as checked feeds).
 
     Integer codes (see :func:`load_samples`) are checked as their dequantized values.
     """
     from quantemu.graph.executor import bind_inputs
 
-    if len(graph.inputs) != 1:
-        raise InvalidInputError(
-            f"the model has {len(graph.inputs)} inputs; quantemu run takes single-input models "
-            "(use the Python API, Program.run_feeds, for others)"
-        )
+    if isinstance(x, dict) or multi_input(graph):
+        from quantemu.calibration.feeds import FeedSamples
+
+        return FeedSamples(graph, x, what)
     if x.dtype.kind in "iu":
         x = x.astype(np.float32)
     try:
         bind_inputs(graph, x[:1])
     except QuantemuError as exc:
         raise InvalidInputError(f"{what}: {exc}") from None
+    return x

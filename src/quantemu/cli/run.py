@@ -26,9 +26,11 @@ from quantemu.cli.loading import (
     check_data,
     demo_split,
     load_array,
+    load_feeds,
     load_labels,
     load_model,
     load_samples,
+    multi_input,
 )
 from quantemu.cli.options import check_options, isa_backends, options_help, parse_options
 from quantemu.cli.simulation import open_session, print_outcome, save_outputs, write_outputs
@@ -53,7 +55,11 @@ quantization is used.
 DATA (--calib, --eval) is a .npy file or a .npz file (--calib-key/--eval-key select the array;
 default: the only array, or the first of x, inputs, input, images, data) holding float samples
 along axis 0, normalized as the model expects; for a pre-quantized model --eval may also hold its
-own integer input codes (e.g. int8, NHWC for a TFLite model). Without --eval the calibration data
+own integer input codes (e.g. int8, NHWC for a TFLite model). For a model with several inputs
+DATA is one .npz with an array per input, keyed by input name, each as the model takes it (as
+onnxruntime is fed): the samples run along each input's batch dimension (its symbolic dimension:
+axis 0, or axis 1 for a recurrent state), and an input without one (a fixed shape) applies to
+every sample; the --eval .npz may also hold the --labels array. Without --eval the calibration data
 is evaluated. --ranges RANGES.json uses the activation ranges 'quantemu calibrate MODEL --out
 RANGES.json' wrote instead of calibrating (then --eval gives the data, except for demo). --eval
 may also be a quoted glob of .npy/.npz shards ('val/shard-*.npz'), read batch by batch.
@@ -288,6 +294,8 @@ def _check_files(args: argparse.Namespace) -> None:
 def _calibration_data(args: argparse.Namespace, session: Session):
     """The --calib data; the demo's calibration split; or None where none is needed (a
     pre-quantized model, --ranges, a pipeline without calibration), else a usage error."""
+    if args.calib is not None and multi_input(session.loaded):
+        return load_feeds(args.calib, args.calib_key, f"--calib {args.calib}", session.loaded)
     if args.calib is not None:
         return load_array(args.calib, args.calib_key, f"--calib {args.calib}")
     if args.model == DEMO and args.ranges is None:
@@ -331,9 +339,15 @@ def _inputs(args: argparse.Namespace, options: dict):
     calib = _calibration_data(args, session)
     if calib is not None:
         what = f"--calib {args.calib or '(demo calibration split)'}"
-        check_data(session.prepare(calib), calib, what)
+        checked = check_data(session.prepare(calib), calib, what)
+        calib = checked if multi_input(graph) else calib  # feeds checked once
     labels = None
-    if args.eval is not None:
+    if args.eval is not None and multi_input(graph):  # one .npz keyed by input name
+        x = load_feeds(args.eval, args.eval_key, f"--eval {args.eval}", graph, [args.labels])
+        x = check_data(session.prepare(None), x, f"--eval {args.eval}")
+        if args.labels is not None:
+            labels = load_labels(args.labels, args.eval, len(x))
+    elif args.eval is not None:
         if _lazy_eval(args):  # shards read as needed (by the cluster's workers with --cluster)
             x = open_samples(args.eval, key=args.eval_key)
             first = x.read(0, 1)

@@ -21,6 +21,7 @@ import numpy as np
 from quantemu.intmath import parallel
 from quantemu.program import LinearEncoding
 from quantemu.simulate.compiled import Program
+from quantemu.simulate.streaming import sample_count
 
 
 @dataclass
@@ -68,7 +69,7 @@ def compare_programs(programs: Sequence[Program], x: Any, *, batch_size: int = 6
         a, b = (p.run(batch, keep="all").tensors for p in programs)
         return start, a, b, _run_on_first_inputs(programs[1], a, b)
 
-    starts = range(0, x.shape[0], batch_size)
+    starts = range(0, sample_count(x), batch_size)
     window = parallel.threads()  # one batch per core at a time, compared in batch order
     for first_batch in range(0, len(starts), window):
         for start, a, b, own in parallel.map_tasks(
@@ -76,7 +77,7 @@ def compare_programs(programs: Sequence[Program], x: Any, *, batch_size: int = 6
         ):
             _compare_batch(rows, start, a, b, own)
     backends = (programs[0].backend, programs[1].backend)
-    return Disagreement(backends, int(x.shape[0]), rows)
+    return Disagreement(backends, sample_count(x), rows)
 
 
 def _compare_batch(rows, start: int, a: Mapping, b: Mapping, own: Mapping) -> None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from quantemu._version import __version__
+from quantemu.calibration.feeds import FeedSamples
 from quantemu.calibration.from_model import FROM_MODEL
 from quantemu.calibration.ranges import NO_CALIBRATION
 from quantemu.errors import InvalidInputError, choose
@@ -65,16 +66,16 @@ class Program:
             "quantemu": __version__,
         }
 
-    def check_input(self, x) -> np.ndarray:
-        """``x`` as the batch the model's single input takes, or a clear error.
+    def check_input(self, x) -> np.ndarray | FeedSamples:
+        """``x`` as the batch the model's single input takes, or a clear error; a dict
+        ``{input name: array}`` (for any model; needed for one with several inputs) as
+        :class:`~quantemu.calibration.feeds.FeedSamples`, batched per input.
 
         Float data is returned as float32. Integer data must be the model's own input codes (a
         pre-quantized model's input dtype, e.g. int8) and is returned as it is.
         """
-        if len(self.graph.inputs) != 1:
-            raise InvalidInputError(
-                f"the model has {len(self.graph.inputs)} inputs; pass a dict to run_feeds()"
-            )
+        if isinstance(x, Mapping | FeedSamples) or len(self.graph.inputs) != 1:
+            return FeedSamples(self.graph, x)
         info = self.graph.inputs[0]
         x = inputs.as_array(x, info.name)
         if x.dtype.kind in "iu":
@@ -107,14 +108,17 @@ class Program:
             )
         return LinearEncoding(float(ov.scale), int(ov.zero_point), dtype=ov.dtype)
 
-    def float_input(self, x: np.ndarray) -> np.ndarray:
+    def float_input(self, x: np.ndarray | FeedSamples) -> np.ndarray | dict:
         """The float values of a checked batch (integer codes are dequantized)."""
+        if isinstance(x, FeedSamples):
+            return x.arrays
         if x.dtype.kind in "iu":
             return self._input_encoding(x.dtype).dequantize(x).astype(np.float32)
         return x
 
     def run(self, x, *, keep: Keep | str = "outputs") -> RunResult:
-        """Run ``x`` (any number of samples) through the integer program.
+        """Run ``x`` (any number of samples; a dict ``{input name: array}`` for a model with
+        several inputs, :meth:`check_input`) through the integer program.
 
         ``keep="outputs"``: the graph outputs' codes and every layer's counters, computed in
         batches side by side on the cores (bounded memory); ``keep="all"``: every layer's
@@ -123,13 +127,11 @@ class Program:
         """
         keep = choose(Keep, keep, "keep", KEEP_MEANINGS)
         x = self.check_input(x)
-        encoding = self._input_encoding(x.dtype) if x.dtype.kind in "iu" else None
-        name = self.graph.inputs[0].name
+        feeds = self._feeder(x)
 
-        def run_batch(batch: np.ndarray) -> RunResult:
-            feed = QTensor(batch, encoding) if encoding is not None else batch
+        def run_batch(batch: np.ndarray | FeedSamples) -> RunResult:
             return run_lowered(
-                self.lowered, self.graph.outputs, {name: feed}, internals=keep is Keep.INTERNALS
+                self.lowered, self.graph.outputs, feeds(batch), internals=keep is Keep.INTERNALS
             )
 
         streamable = fixed_batch(self.graph) is None and all(
@@ -143,7 +145,32 @@ class Program:
             keep,
             streamable=streamable,
             elements=elements_per_sample(shapes),
+            once=self.once_layers(x),
         )
+
+    def once_layers(self, x) -> frozenset[str]:
+        """The layers that compute the same thing for every batch of ``x``: with feeds whose
+        inputs without a batch reach a layer of fixed output shape (``b * 0.5`` of a
+        fixed-shape ``b``), that layer runs once per batch, but counts once per run."""
+        if not isinstance(x, FeedSamples) or None not in x.axes.values():
+            return frozenset()
+        tensors = self.graph.tensors
+        return frozenset(
+            layer.name
+            for layer in self.lowered.layers
+            if all(isinstance(d, int) for d in tensors[layer.output].shape)
+        )
+
+    def _feeder(self, x: np.ndarray | FeedSamples):
+        """``feeds(batch)``: a checked batch of ``x`` as ``run_lowered``'s feeds (integer codes
+        with the model's own input quantization)."""
+        if isinstance(x, FeedSamples):
+            return lambda batch: batch.arrays
+        encoding = self._input_encoding(x.dtype) if x.dtype.kind in "iu" else None
+        name = self.graph.inputs[0].name
+        if encoding is None:
+            return lambda batch: {name: batch}
+        return lambda batch: {name: QTensor(batch, encoding)}
 
     def run_feeds(self, feeds: Mapping[str, np.ndarray]) -> RunResult:
         """Run a model with several inputs (name -> float array, or a QTensor of codes)."""

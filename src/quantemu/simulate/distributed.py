@@ -197,9 +197,10 @@ def _workers(client) -> int:
 
 
 def _in_memory(samples) -> bool:
+    from quantemu.calibration.feeds import FeedSamples  # noqa: PLC0415
     from quantemu.calibration.shards import ArraySamples  # noqa: PLC0415
 
-    return isinstance(samples, ArraySamples)
+    return isinstance(samples, ArraySamples | FeedSamples)
 
 
 def _address(client) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from quantemu.calibration.feeds import FeedSamples
 from quantemu.calibration.shards import ArraySamples, open_samples
 from quantemu.errors import InvalidInputError
 from quantemu.graph import inputs
@@ -97,7 +98,8 @@ def evaluate(
     on_result: Callable[[RunResult], None] | None = None,
     client=None,
 ) -> Evaluation:
-    """Run ``x`` (the model's single input, batch first) through both models.
+    """Run ``x`` through both models: the model's single input, batch first, or a dict
+    ``{input name: array}`` batched per input (:mod:`~quantemu.calibration.feeds`).
 
     ``x`` is float data, or the model's own integer input codes for a pre-quantized model: an
     array, or a sample set read lazily (``.npy``/``.npz`` path, glob or list of shards, image
@@ -174,15 +176,18 @@ def _schedule(program, x, labels, batch_size: int) -> _Schedule:
         inputs.check_label_range(labels, classes, out_name, program.graph.tensors[out_name].shape)
     batch_size = fixed_batch(program.graph) or batch_size  # a fixed model batch takes only that
     floats = has_float_reference(program.graph)
-    totals = _Totals(program, labels, out_name, classes)
+    totals = _Totals(program, labels, out_name, classes, once=program.once_layers(samples))
     measure = _Measure(program, floats, out_name, samples, batch_size, totals.acc)
     return _Schedule(samples, totals, measure, range(0, len(samples), batch_size), floats)
 
 
 def _samples(program, x):
     """``x`` as a sample set: a checked array, or a set whose batches are checked as read."""
+    if isinstance(x, Mapping | FeedSamples):  # feeds by input name, checked once
+        return program.check_input(x)
     if isinstance(x, np.ndarray) or not _is_source(x):
-        return ArraySamples(program.check_input(x))
+        checked = program.check_input(x)  # a multi-input model's error names its inputs
+        return checked if isinstance(checked, FeedSamples) else ArraySamples(checked)
     samples = open_samples(x)
     if len(samples) == 0:
         raise InvalidInputError(f"the evaluation data {x!r} holds no sample")
@@ -245,7 +250,7 @@ class _Measure:
     def __call__(self, start: int, *, keep_result: bool = True) -> _Batch:
         program = self.program
         batch = self.samples.read(start, start + self.batch_size)
-        if not isinstance(self.samples, ArraySamples):
+        if not isinstance(self.samples, ArraySamples | FeedSamples):
             batch = program.check_input(batch)  # a lazily read set is checked batch by batch
         reference = (
             program.graph.run_float(program.float_input(batch), intermediates=True)
@@ -286,12 +291,15 @@ class _Totals:
     float_pred: list = field(default_factory=list)
     backend_pred: list = field(default_factory=list)
     output_shape: tuple = ()
+    once: frozenset[str] = frozenset()  # layers measured on the first batch only
 
     def __post_init__(self) -> None:
         self.acc = accumulators(self.program)
 
     def add(self, done: _Batch) -> None:
         for layer in self.program.lowered.layers:
+            if done.start and layer.name in self.once:
+                continue  # the same values and counters as the first batch's
             self.acc[layer.name].add(done.stats[layer.name])
         self.output_shape = done.output_shape
         if done.start == 0:

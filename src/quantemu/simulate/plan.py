@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from quantemu.backends.registry import BackendSpec, backend_spec
+from quantemu.calibration.feeds import batch_axes
 from quantemu.calibration.from_model import FROM_MODEL, is_fully_quantized, ranges_from_model
 from quantemu.calibration.ranges import CalibrationRanges, uncalibrated
 from quantemu.errors import InvalidInputError, QuantemuError
@@ -108,7 +109,7 @@ def prepare_graph(graph: Graph, data: Any = None) -> Graph:
     inputs.check_weights(graph)
     if isinstance(data, np.ndarray) and data.dtype.kind == "f":
         graph = bind_from_data(graph, data)
-    symbolic = symbolic_input_dims(graph)
+    symbolic = _unbound_dims(graph)
     if symbolic:
         raise InvalidInputError(
             "the model's inputs have symbolic dimensions beyond the batch "
@@ -117,6 +118,20 @@ def prepare_graph(graph: Graph, data: Any = None) -> Graph:
             "array (its shape binds them), or --input-shape NAME=Nx3x224x224 on the command line"
         )
     return optimize(graph)
+
+
+def _unbound_dims(graph: Graph) -> list[str]:
+    """``name: shape`` of the inputs with a symbolic dimension beyond their batch: axis 0, or
+    a multi-input model's batch axis elsewhere (a recurrent state's ``(layers, N, hidden)``)."""
+    unbound = symbolic_input_dims(graph)
+    if not unbound or len(graph.inputs) == 1:
+        return unbound
+    axes = batch_axes(graph)
+    return [
+        f"{i.name}: {'x'.join(map(str, i.shape))}"
+        for i in graph.inputs
+        if any(not isinstance(d, int) for k, d in enumerate(i.shape) if k != (axes[i.name] or 0))
+    ]
 
 
 def make_plans(

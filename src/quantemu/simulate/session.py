@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from quantemu.backends.registry import backend_spec
+from quantemu.calibration.feeds import FeedSamples
 from quantemu.calibration.ranges import CalibrationRanges
 from quantemu.errors import QuantemuError
 from quantemu.graph import Graph
@@ -162,10 +163,14 @@ class Session:
     ) -> Outcome:
         """Evaluate ``backends`` (default: all) on ``x``: here one after the other, or on
         ``client``'s cluster side by side. With ``keep_outputs`` the integer codes of every
-        graph output, over all samples, are kept in ``Outcome.outputs`` (not with a cluster)."""
+        graph output, over all samples, are kept in ``Outcome.outputs`` (not with a cluster).
+        ``x`` (and ``calib``) may be a dict ``{input name: array}``, batched per input
+        (:mod:`~quantemu.calibration.feeds`)."""
         names = list(self.backends if backends is None else backends)
         outcome = Outcome(backends=names)
         self.plans(calib)
+        if isinstance(x, Mapping):  # feeds by input name: checked once, counted per sample
+            x = FeedSamples(self.prepare(calib), x)
         programs = self._compiled(names, calib, outcome)
         if client is not None:
             self._side_by_side(programs, x, labels, outcome, client)

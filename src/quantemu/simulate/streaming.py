@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -83,20 +84,31 @@ def elements_per_sample(shapes: Sequence[tuple]) -> int:
     return total
 
 
+def sample_count(x) -> int:
+    """The samples of an array (its axis 0; one for a scalar) or of a sample set (its
+    ``len``: feeds batched per input)."""
+    if isinstance(x, np.ndarray):
+        return int(x.shape[0]) if x.ndim else 1
+    return len(x)
+
+
 def run_in_batches(
-    run_batch: Callable[[np.ndarray], RunResult],
-    x: np.ndarray,
+    run_batch: Callable[[Any], RunResult],
+    x: Any,
     outputs: Sequence[str],
     keep: Keep,
     *,
     streamable: bool,
     elements: int,
+    once: frozenset[str] = frozenset(),
 ) -> RunResult:
-    """Run ``x`` through ``run_batch`` as the module docstring says; ``elements``: the
-    elements per sample of every tensor the program makes (:func:`elements_per_sample`)."""
-    n = int(x.shape[0]) if x.ndim else 1
+    """Run ``x`` (an array, batch first, or feeds sliced by sample range) through
+    ``run_batch`` as the module docstring says; ``elements``: the elements per sample of every
+    tensor the program makes (:func:`elements_per_sample`); ``once``: the layers whose counters
+    count once per run, not once per batch (``Program.once_layers``)."""
+    n = sample_count(x)
     if keep is Keep.OUTPUTS and streamable and n > 1:
-        return _streamed(run_batch, x, outputs)
+        return _streamed(run_batch, x, outputs, once)
     # Codes, plus at most an int64 accumulator per element: 16 bytes bound a layer's output.
     small = elements * 16 * n <= KEEP_ALL_LIMIT // 2
     if n <= PROBE or small:
@@ -116,7 +128,7 @@ def run_in_batches(
 
 
 def _streamed(
-    run_batch: Callable[[np.ndarray], RunResult], x: np.ndarray, outputs: Sequence[str]
+    run_batch: Callable[[Any], RunResult], x: Any, outputs: Sequence[str], once: frozenset[str]
 ) -> RunResult:
     """The outputs of ``x`` in batches, run side by side on the cores (one batch per core).
 
@@ -125,7 +137,7 @@ def _streamed(
     least one batch per core. Each batch is exact on its own (every layer computes sample by
     sample), so the split changes no code and no counter.
     """
-    n = int(x.shape[0])
+    n = sample_count(x)
     cores = parallel.threads()
 
     def outputs_of(part: slice) -> RunResult:
@@ -143,7 +155,7 @@ def _streamed(
         parts += parallel.map_tasks(
             outputs_of, [slice(a, min(a + size, n)) for a in range(first, n, size)]
         )
-    return _joined(parts, outputs)
+    return _joined(parts, outputs, once)
 
 
 def _outputs_only(result: RunResult, outputs: Sequence[str]) -> RunResult:
@@ -151,16 +163,19 @@ def _outputs_only(result: RunResult, outputs: Sequence[str]) -> RunResult:
     return RunResult(tensors=tensors, counters=result.counters, outputs=result.outputs)
 
 
-def _joined(parts: list[RunResult], outputs: Sequence[str]) -> RunResult:
-    """The batches' outputs concatenated on the batch axis, their counters summed."""
+def _joined(parts: list[RunResult], outputs: Sequence[str], once: frozenset[str]) -> RunResult:
+    """The batches' outputs concatenated on the batch axis, their counters summed (those of
+    the ``once`` layers taken from the first batch)."""
     tensors = KeptTensors()
     for name in outputs:
         first = parts[0].tensors[name]
         codes = np.concatenate([p.tensors[name].codes for p in parts])
         tensors[name] = QTensor(codes, first.encoding)
     counters: dict[str, dict[str, int]] = {}
-    for part in parts:
+    for i, part in enumerate(parts):
         for layer, values in part.counters.items():
+            if i and layer in once:
+                continue
             total = counters.setdefault(layer, {})
             for key, value in values.items():
                 total[key] = total.get(key, 0) + int(value)
