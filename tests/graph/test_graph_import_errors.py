@@ -120,9 +120,11 @@ def test_unsupported_attribute_lists_the_known_ones():
         load_onnx(m)
 
 
-def test_resize_linear_is_rejected_naming_nearest():
-    m, _ = single("Resize", [X, "", np.array([1, 1, 2, 2], np.float32)], mode="linear")
-    with pytest.raises(UnsupportedError, match=r"mode 'linear' is not supported.*'nearest'"):
+def test_resize_cubic_is_rejected_naming_nearest_and_linear():
+    m, _ = single("Resize", [X, "", np.array([1, 1, 2, 2], np.float32)], mode="cubic")
+    with pytest.raises(
+        UnsupportedError, match=r"mode 'cubic' is not supported.*'nearest'.*'linear'"
+    ):
         load_onnx(m)
 
 
