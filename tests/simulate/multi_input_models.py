@@ -3,7 +3,8 @@
 ``two_branch``: ``y = (relu(a @ w1) + b * 0.5) @ w2``: ``a`` is batched ``(N, 8)``, ``b`` is
 ``(6,)`` without a batch (it applies to every sample) or ``(N, 6)`` with ``batched_b``; ``y`` is
 a 3-class output. ``state_on_axis1``: ``y = relu(a @ w1) + mean_layers(s)`` with a recurrent-style
-state ``s`` of shape ``(2, N, 6)`` (the batch on axis 1).
+state ``s`` of shape ``(2, N, 6)`` (the batch on axis 1). ``scalar_gain``: a scalar input that
+applies to every sample.
 """
 
 from __future__ import annotations
@@ -78,3 +79,18 @@ def feeds(samples: int, *, batched_b: bool = False, seed: int = 1) -> dict[str, 
         "a": rng.normal(size=(samples, 8)).astype(np.float32),
         "b": rng.normal(size=b_shape).astype(np.float32),
     }
+
+
+def scalar_gain(path) -> str:
+    """``y = relu(a @ w1) * gain`` with a scalar input ``gain`` (no batch), saved to ``path``."""
+    weights = {"w1": _weights()["w1"]}
+    nodes = [
+        helper.make_node("MatMul", ["a", "w1"], ["h"], name="fc1"),
+        helper.make_node("Relu", ["h"], ["r"], name="relu"),
+        helper.make_node("Mul", ["r", "gain"], ["y"], name="gain_mul"),
+    ]
+    inputs = [
+        helper.make_tensor_value_info("a", TensorProto.FLOAT, ["N", 8]),
+        helper.make_tensor_value_info("gain", TensorProto.FLOAT, []),
+    ]
+    return _save(nodes, inputs, weights, path)

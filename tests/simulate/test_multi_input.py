@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from multi_input_models import feeds, state_on_axis1, two_branch
+from multi_input_models import feeds, scalar_gain, state_on_axis1, two_branch
 
 import quantemu
 from quantemu.calibration.feeds import FeedSamples, batch_axes
@@ -129,6 +129,22 @@ def test_state_with_the_batch_on_axis_1(tmp_path):
     assert samples.read(5, 9).arrays["s"].shape == (2, 4, 6)
     evaluated = program.evaluate(data, batch_size=6)
     assert evaluated.samples == 20
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_scalar_input_applies_to_every_sample(tmp_path, backend):
+    path = scalar_gain(tmp_path / "gain.onnx")
+    graph = load_model(path)
+    data = {"a": feeds(30)["a"], "gain": np.array(1.5, np.float32)}
+    np.testing.assert_allclose(
+        graph.run_float(data)["y"], _onnxruntime(path, data), rtol=1e-6, atol=1e-6
+    )
+    program = quantemu.compile(graph, backend, data)
+    streamed = program.run(data)  # batches side by side
+    whole = program.run(data, keep="all")  # one pass
+    np.testing.assert_array_equal(streamed.tensors["y"].codes, whole.tensors["y"].codes)
+    assert streamed.counters == whole.counters
+    assert program.evaluate(data, batch_size=7).samples == 30
 
 
 @pytest.mark.parametrize(
