@@ -98,34 +98,47 @@ def cases():
         yield shape, alpha, q_in, (s_alpha, z_alpha), q_out
 
 
+def on_every_peer(blob: bytes, x: np.ndarray) -> dict:
+    """The record fields of one model on inputs ``x``: the model, the inputs, each peer's
+    outputs (hex of int8 bytes) and the operators xcore-opt left."""
+    peers = {
+        name: np.stack([run(blob, sample) for sample in x]).tobytes().hex()
+        for name, run in (("litert_reference", run_litert), ("tflite_micro", run_tflm))
+    }
+    ops, xmos = run_xmos(blob, x)
+    peers["xmos_host_interpreter"] = xmos.tobytes().hex()
+    fields = {"samples": len(x), "model": blob.hex(), "x": x.tobytes().hex()}
+    return {**fields, "outputs": peers, "xcore_opt_operators": ops}
+
+
+def write(out: Path, tool: str, records: list, layout: str) -> None:
+    """The vectors file: provenance (the tool, the peers' versions, the layout) and cases."""
+    provenance = {
+        "tool": tool,
+        "peers": "ai_edge_litert 2.3.0 BUILTIN_REF; tflite_micro runtime (venv); "
+        "xmos-ai-tools 1.4.2 xcore-opt + host interpreter",
+        "layout": layout,
+    }
+    out.write_text(json.dumps({"provenance": provenance, "cases": records}, indent=1) + "\n")
+    print(f"{len(records)} cases -> {out}")
+
+
 def main() -> None:
     rng = np.random.default_rng(41)
     records = []
     for shape, alpha, q_in, q_alpha, q_out in cases():
         blob = build(shape, alpha, q_in, q_alpha, q_out)
         x = rng.integers(-128, 128, (SAMPLES, 1, *shape), dtype=np.int8)
-        peers = {
-            name: np.stack([run(blob, sample) for sample in x]).tobytes().hex()
-            for name, run in (("litert_reference", run_litert), ("tflite_micro", run_tflm))
-        }
-        ops, xmos = run_xmos(blob, x)
-        peers["xmos_host_interpreter"] = xmos.tobytes().hex()
-        record = {
-            "input_nhwc": list(shape), "alpha_shape": list(alpha.shape),
-            "alpha": alpha.tobytes().hex(), "input_quant": list(q_in),
-            "alpha_quant": list(q_alpha), "output_quant": list(q_out), "samples": SAMPLES,
-            "model": blob.hex(), "x": x.tobytes().hex(), "outputs": peers,
-            "xcore_opt_operators": ops,
-        }  # fmt: skip
-        records.append(record)
-    provenance = {
-        "tool": "tools/make_prelu_vectors.py",
-        "peers": "ai_edge_litert 2.3.0 BUILTIN_REF; tflite_micro runtime (venv); "
-        "xmos-ai-tools 1.4.2 xcore-opt + host interpreter",
-        "layout": "x and outputs: int8 NHWC bytes, (samples, 1, H, W, C); alpha: int8 bytes",
-    }
-    OUT.write_text(json.dumps({"provenance": provenance, "cases": records}, indent=1) + "\n")
-    print(f"{len(records)} cases -> {OUT}")
+        records.append(
+            {
+                "input_nhwc": list(shape), "alpha_shape": list(alpha.shape),
+                "alpha": alpha.tobytes().hex(), "input_quant": list(q_in),
+                "alpha_quant": list(q_alpha), "output_quant": list(q_out),
+                **on_every_peer(blob, x),
+            }
+        )  # fmt: skip
+    layout = "x and outputs: int8 NHWC bytes, (samples, 1, H, W, C); alpha: int8 bytes"
+    write(OUT, "tools/make_prelu_vectors.py", records, layout)
 
 
 if __name__ == "__main__":

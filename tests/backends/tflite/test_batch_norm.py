@@ -1,9 +1,13 @@
 """A standalone BatchNormalization on the TFLite targets: written out before calibration as
 TensorFlow's converter lowers it (MUL then ADD by per-channel constants,
 ``lower/decompose.py``), its intermediate calibrated, each operator run by the int8 MUL and ADD
-kernels."""
+kernels; and the converter's MUL-then-ADD form against LiteRT, TFLite-Micro and XMOS's runtime
+(``batch_norm_peer_vectors.json``)."""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -116,3 +120,34 @@ def test_a_batch_norm_with_computed_parameters_is_refused_naming_it(tmp_path):
     feeds = {**_feeds(1, False), "gamma": np.ones(C, np.float32)}
     with pytest.raises(quantemu.errors.UnsupportedError, match="BatchNormalization"):
         quantemu.compile(path, "tflite", calib=feeds)
+
+
+VECTORS = json.loads((Path(__file__).parent / "batch_norm_peer_vectors.json").read_text())["cases"]
+#: (backend, options) whose program each recorded peer's codes are compared with.
+PEER_TARGETS = {
+    "litert_reference": ("tflite", {}),
+    "tflite_micro": ("tflite", {"runtime": "tflite_micro"}),
+    "xmos_host_interpreter": ("xs3", {}),
+}
+
+
+@pytest.mark.parametrize("index", range(len(VECTORS)))
+def test_mul_then_add_by_channel_constants_equals_every_peer(tmp_path, index):
+    """The converter's batch normalization (``tools/make_batch_norm_vectors.py``) as LiteRT,
+    TFLite-Micro and XMOS's runtime (after xcore-opt: XC_mul, XC_add) compute it."""
+    case = VECTORS[index]
+    path = tmp_path / "bn.tflite"
+    path.write_bytes(bytes.fromhex(case["model"]))
+    x = np.frombuffer(bytes.fromhex(case["x"]), np.int8).reshape(case["samples"], 1, -1)
+    scale, zero_point = case["quantizations"][0]
+    feed = ((x.astype(np.float32) - zero_point) * np.float32(scale)).reshape(
+        case["samples"], *case["input_nhwc"]
+    )  # the codes exactly, as floats the input's quantization gives back
+    for peer, codes in case["outputs"].items():
+        backend, options = PEER_TARGETS[peer]
+        program = quantemu.compile(str(path), backend, **options)
+        (name,) = program.lowered.input_encodings
+        result = program.run({name: feed}, keep="all")
+        got = result.tensors[program.graph.outputs[0]].codes
+        want = np.frombuffer(bytes.fromhex(codes), np.int8)
+        assert np.array_equal(got.ravel(), want), peer
