@@ -114,3 +114,24 @@ def test_a_key_option_is_refused_for_feeds(files, capsys):
     )  # fmt: skip
     assert code == 1
     assert "--calib-key selects one array: leave it out" in " ".join(err.split())
+
+
+def test_calibrate_then_run_with_the_ranges(files, capsys, tmp_path):
+    ranges = tmp_path / "ranges.json"
+    code = main(["calibrate", str(files / "model.onnx"), "--calib", str(files / "calib.npz"),
+                 "--out", str(ranges), "-q"])  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    assert json.loads(ranges.read_text())["samples"] == 30
+    code, _out, err = _run(
+        capsys, files / "model.onnx", "--backend", "onednn", "--ranges", ranges, "--eval",
+        files / "eval.npz", "--labels", "y", "--json", tmp_path / "r.json", "-q",
+    )  # fmt: skip
+    assert code == 0, err
+    with_ranges = json.loads((tmp_path / "r.json").read_text())["evaluations"][0]
+    code, _out, err = _run(
+        capsys, files / "model.onnx", "--backend", "onednn", "--calib", files / "calib.npz",
+        "--eval", files / "eval.npz", "--labels", "y", "--json", tmp_path / "c.json", "-q",
+    )  # fmt: skip
+    assert code == 0, err
+    calibrated = json.loads((tmp_path / "c.json").read_text())["evaluations"][0]
+    assert with_ranges["layers"] == calibrated["layers"]
