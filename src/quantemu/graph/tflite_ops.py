@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from quantemu.errors import InvalidInputError, UnsupportedError
-from quantemu.graph.tflite_reader import TfliteOp
+from quantemu.graph.tflite_reader import RESIZE_FLAGS, TfliteOp
 
 if TYPE_CHECKING:
     from quantemu.graph.tflite_import import TfliteGraphBuilder
@@ -323,6 +323,64 @@ def _quantize(b: TfliteGraphBuilder, op: TfliteOp) -> None:
     b.add(op, "Clip", [b.value(x, layout)], [b.output(op.outputs[0], layout)], attrs)
 
 
+#: TFLite's resize flags (align_corners, half_pixel_centers) -> the ONNX coordinate mode and
+#: rounding that read the same source pixels: the reference kernels map output x to
+#: ``(x + 0.5 if half_pixel_centers else x) * scale``, with scale ``(in-1)/(out-1)`` under
+#: align_corners (else ``in/out``), and nearest rounds that half away from zero under
+#: align_corners, else down; bilinear's half_pixel_centers also subtracts 0.5 (half_pixel).
+_RESIZE_MODES = {
+    ("nearest", False, False): ("asymmetric", "floor"),
+    ("nearest", True, False): ("align_corners", "round_prefer_ceil"),
+    ("nearest", False, True): ("tf_half_pixel_for_nn", "floor"),
+    ("linear", False, False): ("asymmetric", "floor"),
+    ("linear", True, False): ("align_corners", "floor"),
+    ("linear", False, True): ("half_pixel", "floor"),
+}
+
+
+def _resize(mode: str) -> Callable[[TfliteGraphBuilder, TfliteOp], None]:
+    def rule(b: TfliteGraphBuilder, op: TfliteOp) -> None:
+        """RESIZE_NEAREST_NEIGHBOR / RESIZE_BILINEAR of NHWC H and W to the constant size."""
+        x, flags = op.inputs[0], (bool(op.options.get(k)) for k in RESIZE_FLAGS)
+        key = (mode, *flags)
+        if key not in _RESIZE_MODES:
+            raise UnsupportedError(
+                "align_corners together with half_pixel_centers has no ONNX Resize "
+                "equivalent (TensorFlow's converter does not write it)"
+            )
+        shape = b.tensor(x).shape
+        size = b.ints(op.inputs[1], f"{op.name}'s size")
+        if len(shape) != 4 or len(size) != 2 or min(size) < 1:
+            raise InvalidInputError(f"size {size} does not resize the NHWC input {shape}")
+        coord, nearest = _RESIZE_MODES[key]
+        scales = (1.0, 1.0, *(_exact_scale(i, o) for i, o in zip(shape[1:3], size, strict=True)))
+        attrs = {"mode": mode, "coordinate_transformation_mode": coord, "nearest_mode": nearest}
+        attrs |= {"scales": scales, "sizes": ()}
+        # a symbolic batch has no place in ``sizes``: the scales give H and W exactly
+        b.add(op, "Resize", [b.value(x, "nchw")], [b.output(op.outputs[0], "nchw")], attrs)
+
+    return rule
+
+
+def _exact_scale(size_in: int, size_out: int) -> float:
+    """``size_out / size_in``, raised by one ulp where ``floor(size_in * scale)`` (the IR's
+    output size) would fall short of ``size_out`` by rounding."""
+    scale = size_out / size_in
+    if int(np.floor(size_in * scale)) < size_out:
+        scale = float(np.nextafter(scale, np.inf))
+    return scale
+
+
+def _prelu(b: TfliteGraphBuilder, op: TfliteOp) -> None:
+    """PRELU with a constant alpha, broadcast against the input as the file's layout says."""
+    x, alpha = op.inputs[:2]
+    if b.tensor(alpha).data is None:
+        raise UnsupportedError("PRELU with an alpha computed at run time is not supported")
+    layout = b.layout_of(x)
+    inputs = [b.value(x, layout), _operand(b, alpha, layout)]
+    b.add(op, "PRelu", inputs, [b.output(op.outputs[0], layout)])
+
+
 def _dequantize(b: TfliteGraphBuilder, op: TfliteOp) -> None:
     x = op.inputs[0]
     layout = b.layout_of(x)
@@ -359,6 +417,9 @@ BUILTINS: dict[str, Callable[[TfliteGraphBuilder, TfliteOp], None]] = {
     "HARD_SWISH": _unary("HardSwish"),
     "QUANTIZE": _quantize,
     "DEQUANTIZE": _dequantize,
+    "RESIZE_NEAREST_NEIGHBOR": _resize("nearest"),
+    "RESIZE_BILINEAR": _resize("linear"),
+    "PRELU": _prelu,
 }
 
 

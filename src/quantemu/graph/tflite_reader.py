@@ -89,6 +89,9 @@ OPTIONS: dict[str, tuple[str, dict[str, str]]] = {
     "BATCH_MATMUL": ("BatchMatMulOptions", {"adj_x": "AdjX", "adj_y": "AdjY"}),
 }
 OPTIONS["AVERAGE_POOL_2D"] = OPTIONS["MAX_POOL_2D"]
+RESIZE_FLAGS = {"align_corners": "AlignCorners", "half_pixel_centers": "HalfPixelCenters"}
+OPTIONS["RESIZE_NEAREST_NEIGHBOR"] = ("ResizeNearestNeighborOptions", RESIZE_FLAGS)
+OPTIONS["RESIZE_BILINEAR"] = ("ResizeBilinearOptions", RESIZE_FLAGS)
 
 
 @dataclass(frozen=True)
