@@ -15,6 +15,7 @@ import quantemu
 from quantemu.calibration.feeds import FeedSamples, batch_axes
 from quantemu.errors import InvalidInputError
 from quantemu.graph.loading import load_model
+from quantemu.simulate.against import compare_programs
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -176,3 +177,14 @@ def test_non_finite_feeds_name_the_input_and_the_sample(graph, tmp_path):
     bad["s"][1, 2, 0] = np.inf
     with pytest.raises(InvalidInputError, match=r"input 's': sample 2, element \(1, 0\) is \+Inf"):
         FeedSamples(state, bad)
+
+
+def test_against_counts_the_unbatched_layer_once(graph):
+    data = feeds(30)
+    tflite = quantemu.compile(graph, "tflite", data)
+    xs3 = quantemu.compile(graph, "xs3", data)
+    one = compare_programs((tflite, xs3), data, batch_size=64)
+    many = compare_programs((tflite, xs3), data, batch_size=7)
+    assert [row.__dict__ for row in one.layers] == [row.__dict__ for row in many.layers]
+    scale = next(row for row in many.layers if row.layer == "scale")
+    assert (many.samples, scale.elements) == (30, 6)
