@@ -31,6 +31,7 @@ __all__ = [
     "requantize",
     "resize_bilinear",
     "resize_nearest",
+    "transpose_conv2d",
 ]
 
 
@@ -92,6 +93,30 @@ def depthwise_conv2d(x, w, bias, params, *, strides=(1, 1), dilations=(1, 1), pa
     return _conv_like(
         x, w, bias, params, strides=strides, dilations=dilations, pads=pads, depthwise=True
     )
+
+
+def transpose_conv2d(x, w, bias, params, *, strides, pads_before, output_size) -> np.ndarray:
+    """``reference_integer_ops::TransposeConv``: every input tap scattered into an int32
+    scratch buffer (positions outside the output dropped), then bias and the output stage.
+    ``w`` is ``(C_in, C_out, kh, kw)``."""
+    x, w = np.asarray(x), np.asarray(w)
+    n_b, c_in, h, wd = x.shape
+    _, n_out, kh, kw = w.shape
+    (sh, sw), (top, left), (oh, ow) = strides, pads_before, output_size
+    acc = [[[[0] * ow for _ in range(oh)] for _ in range(n_out)] for _ in range(n_b)]
+    for b, c, iy, ix, ky, kx in itertools.product(
+        range(n_b), range(c_in), range(h), range(wd), range(kh), range(kw)
+    ):
+        yy, xx = iy * sh - top + ky, ix * sw - left + kx
+        if 0 <= yy < oh and 0 <= xx < ow:
+            v = int(x[b, c, iy, ix]) + params.input_offset
+            for o in range(n_out):
+                acc[b][o][yy][xx] += v * int(w[c, o, ky, kx])
+    y = np.zeros((n_b, n_out, oh, ow), np.int64)
+    for b, o, i, j in itertools.product(range(n_b), range(n_out), range(oh), range(ow)):
+        total = acc[b][o][i][j] + (int(bias[o]) if bias is not None else 0)
+        y[b, o, i, j] = _stage(total, params, o)
+    return y
 
 
 def fully_connected(x, w, bias, params) -> np.ndarray:

@@ -42,6 +42,7 @@ from quantemu.backends.tflite.lower.layers import (
 )
 from quantemu.backends.tflite.lower.prelu import lower_prelu
 from quantemu.backends.tflite.lower.resize import lower_resize
+from quantemu.backends.tflite.lower.transpose_conv import lower_conv_transpose
 from quantemu.backends.tflite.params import (
     FusedActivation,
     TfliteRuntime,
@@ -386,6 +387,7 @@ BORDER_PAD_REFUSAL = (
 RULES: RuleTable[TfliteContext] = RuleTable(
     rules={
         "Conv": lower_conv,
+        "ConvTranspose": lower_conv_transpose,
         "Gemm": lower_dense,
         "MatMul": lower_matmul,
         "Add": lower_binary,

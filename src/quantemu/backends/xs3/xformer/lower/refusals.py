@@ -35,6 +35,20 @@ def refuse_batch_matmul(ctx: TfliteContext, node: Node) -> Layer:
     )
 
 
+def refuse_conv_transpose(ctx: TfliteContext, node: Node) -> Layer:
+    """ConvTranspose: TFLite's TRANSPOSE_CONV, which xcore-opt 1.4.2 rewrites into XC_pad,
+    XC_conv2d_v2 and XC_slice (8 of 8 single-op models,
+    ``tests/backends/tflite/transpose_conv_peer_vectors.json``); that rewrite's output
+    transform is not emulated (its codes differ from TFLite's kernel on up to 65% of the
+    outputs), so xs3 refuses it rather than give TFLite's codes."""
+    raise NotLowerable(
+        "xcore-opt 1.4.2 rewrites TRANSPOSE_CONV into XC_pad, XC_conv2d_v2 and XC_slice, whose "
+        "arithmetic quantemu does not emulate yet (its codes differ from TFLite's "
+        "TRANSPOSE_CONV). Remedy: the tflite backend, which runs TRANSPOSE_CONV as LiteRT and "
+        "TFLite-Micro do, or an upsampling xcore-opt keeps exact (Resize, then Conv)"
+    )
+
+
 #: Resize: xcore-opt 1.4.2 keeps RESIZE_NEAREST_NEIGHBOR and RESIZE_BILINEAR as builtins, and
 #: XMOS's runtime runs them as TFLite-Micro does (42 single-op models, both ops, every flag pair:
 #: ``tests/backends/tflite/resize_peer_vectors.json``), except that its RESIZE_NEAREST_NEIGHBOR
@@ -44,4 +58,4 @@ def refuse_batch_matmul(ctx: TfliteContext, node: Node) -> Layer:
 lower_xmos_resize = resize_rule(nearest_pairs=((False, False), (True, False)))
 
 
-__all__ = ["lower_xmos_resize", "refuse_batch_matmul", "refuse_gelu"]
+__all__ = ["lower_xmos_resize", "refuse_batch_matmul", "refuse_conv_transpose", "refuse_gelu"]

@@ -36,7 +36,11 @@ from quantemu.backends.xs3.xformer.lower.elementwise import lower_xc_add, lower_
 from quantemu.backends.xs3.xformer.lower.lookup import UNARY, lower_xc_lookup
 from quantemu.backends.xs3.xformer.lower.mean import lower_xc_mean
 from quantemu.backends.xs3.xformer.lower.pool import lower_xc_avgpool, lower_xc_maxpool
-from quantemu.backends.xs3.xformer.lower.refusals import lower_xmos_resize, refuse_gelu
+from quantemu.backends.xs3.xformer.lower.refusals import (
+    lower_xmos_resize,
+    refuse_conv_transpose,
+    refuse_gelu,
+)
 from quantemu.backends.xs3.xformer.lower.softmax import lower_xc_softmax
 from quantemu.graph.ir import Node
 from quantemu.program import Layer
@@ -67,6 +71,7 @@ _RULES = {
     "AveragePool": lower_xc_avgpool,
     "MaxPool": lower_xc_maxpool,
     "Gelu": refuse_gelu,
+    "ConvTranspose": refuse_conv_transpose,
     "Resize": lower_xmos_resize,
     "Mul": lower_xc_mul,
     "Softmax": lower_xc_softmax,
