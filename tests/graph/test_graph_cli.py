@@ -73,6 +73,7 @@ def test_inspect_optimize_and_dumps(resnet18_file, capsys):
         "after pass fuse_matmul_add",
         "after pass div_by_constant",
         "after pass fuse_hard_swish",
+        "after pass sink_squeeze",
         "after pass fold_batchnorm",
         "after pass fuse_activation",
     ]

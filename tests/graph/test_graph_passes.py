@@ -195,6 +195,7 @@ def test_run_passes_reports_each_pass_and_rejects_unknown_names():
         "fuse_matmul_add",
         "div_by_constant",
         "fuse_hard_swish",
+        "sink_squeeze",
         "fold_batchnorm",
         "fuse_activation",
     )

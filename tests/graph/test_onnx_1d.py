@@ -163,3 +163,77 @@ def test_torch_conv1d_model_on_every_backend(tmp_path, dynamo):
         inexact = {layer.op for layer in program.lowered.layers if not layer.exact}
         # NNIE's convolution and FC accumulate in an unpublished way (float, as in 2-D)
         assert not inexact or backend == "nnie", (backend, inexact)
+
+
+def _bn_relu_model(torch):
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv1d(4, 8, 5, padding=2)
+            self.bn = torch.nn.BatchNorm1d(8)
+            self.pool = torch.nn.MaxPool1d(2)
+            self.conv2 = torch.nn.Conv1d(8, 6, 3)
+            self.fc = torch.nn.Linear(6 * 14, 10)
+
+        def forward(self, x):
+            x = self.pool(torch.relu(self.bn(self.conv(x))))
+            return self.fc(torch.relu(self.conv2(x)).flatten(1))
+
+    torch.manual_seed(0)
+    net = Net()
+    net.bn.running_mean.uniform_(-1, 1)
+    net.bn.running_var.uniform_(0.5, 2)
+    return net.eval()
+
+
+@pytest.mark.parametrize("dynamo", [False, True], ids=["torchscript", "dynamo"])
+def test_batchnorm_and_relu_fold_into_the_1d_conv(tmp_path, dynamo):
+    """sink_squeeze moves the Squeeze below BatchNorm1d and ReLU, which then fold and fuse
+    into the Conv as in 2-D; a Squeeze meeting the pool's Unsqueeze cancels."""
+    pytest.importorskip("onnxruntime", reason=ORT_REASON)
+    from quantemu.graph import optimize
+
+    torch = pytest.importorskip("torch")
+    net = _bn_relu_model(torch)
+    path = tmp_path / "conv1d_bn.onnx"
+    torch.onnx.export(net, (torch.randn(1, 4, 32),), str(path), dynamo=dynamo, input_names=["x"])
+    graph = optimize(load_onnx(path))
+    ops = [n.op_type for n in graph.nodes]
+    assert "BatchNormalization" not in ops and "Relu" not in ops, ops
+    assert ops[:3] == ["Unsqueeze", "Conv", "MaxPool"], ops
+    assert [n.attrs.get("activation") for n in graph.nodes if n.op_type == "Conv"] == ["relu"] * 2
+    x = np.random.default_rng(2).normal(size=(3, 4, 32)).astype(np.float32)
+    np.testing.assert_allclose(
+        graph.run_float({"x": x})[graph.outputs[0]],
+        net(torch.from_numpy(x)).detach().numpy(),
+        rtol=1e-4,
+        atol=1e-5,
+    )
+
+
+def test_quantized_conv1d_relu_on_onednn(tmp_path):
+    """A QDQ Conv1d+ReLU (onnxruntime's quantizer puts the pair after the ReLU): the ReLU fuses
+    into the Conv through the moved Squeeze, so PyTorch's quantized conv takes the pair."""
+    pytest.importorskip("onnxruntime", reason=ORT_REASON)
+    quantization = pytest.importorskip("onnxruntime.quantization")
+    import quantemu
+
+    torch, net = _torch_model()
+    src, dst = tmp_path / "conv1d.onnx", tmp_path / "conv1d_qdq.onnx"
+    torch.onnx.export(net, (torch.randn(1, 4, 32),), str(src), dynamo=False, input_names=["x"])
+    calib = np.random.default_rng(0).normal(size=(8, 4, 32)).astype(np.float32)
+
+    class Reader(quantization.CalibrationDataReader):
+        def __init__(self):
+            self.feeds = iter([{"x": calib[i : i + 1]} for i in range(len(calib))])
+
+        def get_next(self):
+            return next(self.feeds, None)
+
+    quantization.quantize_static(
+        str(src), str(dst), Reader(), quant_format=quantization.QuantFormat.QDQ, per_channel=True,
+        activation_type=quantization.QuantType.QUInt8, weight_type=quantization.QuantType.QInt8,
+    )  # fmt: skip
+    program = quantemu.compile(load_onnx(dst), "onednn", calib)
+    assert program.run(calib[:2]).outputs[program.graph.outputs[0]].shape == (2, 10)
+    assert all(layer.exact for layer in program.lowered.layers)

@@ -10,6 +10,8 @@
                        between Reshapes for an N-D input (:mod:`.passes_linear`)
 ``div_by_constant``    Div by a constant power of two becomes Mul by its exact reciprocal
 ``fuse_hard_swish``    x * HardSigmoid(x) and x * Clip(x + 3, 0, 6) / 6 become HardSwish
+``sink_squeeze``       a lifted 1-D op's Squeeze moves below the BatchNormalization and
+                       activation after it, and cancels against an Unsqueeze (:mod:`.passes_shape`)
 ``fold_batchnorm``     fold an inference BatchNormalization into the Conv/ConvTranspose/Gemm
                        that feeds it (weights and bias rescaled, in float32)
 ``fuse_activation``    record a Relu / Clip / LeakyRelu on its producer (Conv, ConvTranspose,
@@ -37,7 +39,7 @@ from quantemu.graph.executor import run_node
 from quantemu.graph.ir import Graph, Node
 from quantemu.graph.ops.normalize import batchnorm_affine
 from quantemu.graph.passes_linear import div_by_constant, fuse_hard_swish, fuse_matmul_add
-from quantemu.graph.passes_shape import reduce_mean_to_pool, relax_batch
+from quantemu.graph.passes_shape import reduce_mean_to_pool, relax_batch, sink_squeeze
 
 
 @dataclass(frozen=True)
@@ -277,6 +279,11 @@ PASSES: dict[str, Pass] = {
             "fuse_hard_swish",
             "turn x * HardSigmoid(x) and x * Clip(x + 3, 0, 6) / 6 into HardSwish",
             fuse_hard_swish,
+        ),
+        Pass(
+            "sink_squeeze",
+            "move a 1-D op's Squeeze below the BatchNormalization/activation after it",
+            sink_squeeze,
         ),
         Pass(
             "fold_batchnorm",

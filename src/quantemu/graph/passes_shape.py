@@ -12,6 +12,13 @@ graph; calibration and evaluation then feed it batches of the model's own size
 ``reduce_mean_to_pool``: exporters write global average pooling as ``ReduceMean`` over H and W;
 targets have a global pooling unit (NVDLA's PDP, NNIE, XS3's avgpool) for it. A 4-D ReduceMean
 over axes (2, 3) becomes ``GlobalAveragePool`` (plus a ``Flatten`` when ``keepdims=0``).
+
+``sink_squeeze``: a 1-D convolution or pool is imported as the 2-D op between an Unsqueeze and a
+Squeeze of axis 2 (:mod:`.onnx_lift_1d`), which would stand between the convolution and the
+BatchNormalization and activation that the converters fold into it (TensorFlow's writes a
+Conv1D with its ReLU fused into the CONV_2D). The Squeeze moves below the per-channel ops that
+read it (BatchNormalization, Relu, Clip, LeakyRelu: they act on axis 1 or elementwise, so they
+commute with it), and a Squeeze followed by an Unsqueeze of the same axis cancels.
 """
 
 from __future__ import annotations
@@ -149,3 +156,75 @@ def reduce_mean_to_pool(graph: Graph) -> Graph:
     if not changed:
         return graph
     return dataclasses.replace(graph, nodes=tuple(nodes), quant_overrides=overrides)
+
+
+#: Ops that act per channel (axis 1) or elementwise: a Squeeze of axis 2 commutes with them.
+_PER_CHANNEL = ("BatchNormalization", "Relu", "Clip", "LeakyRelu")
+
+
+def sink_squeeze(graph: Graph) -> Graph:
+    """Move each Squeeze of axis 2 of a 4-D tensor below the per-channel ops reading it, and
+    cancel it against an Unsqueeze of axis 2 (module docstring)."""
+    for node in graph.nodes:
+        rewritten = _sink_one(graph, node)
+        if rewritten is not None:
+            return sink_squeeze(rewritten)
+    return graph
+
+
+def _axis_2_of_4d(graph: Graph, node: Node, op_type: str) -> bool:
+    return (
+        node.op_type == op_type
+        and tuple(node.attrs["axes"]) == (2,)
+        and graph.tensors[node.outputs[0] if op_type == "Unsqueeze" else node.inputs[0]].rank == 4
+    )
+
+
+def _sink_one(graph: Graph, squeeze: Node) -> Graph | None:
+    """``graph`` with ``squeeze`` moved below its single reader or cancelled, else None."""
+    if not _axis_2_of_4d(graph, squeeze, "Squeeze"):
+        return None
+    y = squeeze.outputs[0]
+    readers = graph.consumers(y)
+    # a tensor with a name outside (an output) or an override must keep existing
+    if y in graph.outputs or y in graph.quant_overrides or len(readers) != 1:
+        return None
+    (reader,) = readers
+    if _axis_2_of_4d(graph, reader, "Unsqueeze"):
+        z = reader.outputs[0]
+        if z in graph.outputs or z in graph.quant_overrides:
+            return None
+        nodes = [n for n in graph.nodes if n is not squeeze and n is not reader]
+        return graph.replace(nodes=tuple(_read_instead(nodes, z, squeeze.inputs[0])))
+    if reader.op_type not in _PER_CHANNEL or reader.inputs.count(y) != 1 or reader.inputs[0] != y:
+        return None
+    out = reader.outputs[0]
+    moved = _fresh(graph, f"{out}/4d")
+    before = dataclasses.replace(reader, inputs=(squeeze.inputs[0], *reader.inputs[1:]),
+                                 outputs=(moved,))  # fmt: skip
+    after = dataclasses.replace(squeeze, inputs=(moved,), outputs=(out,))
+    nodes = []
+    for node in graph.nodes:
+        if node is reader:
+            nodes += [before, after]
+        elif node is not squeeze:
+            nodes.append(node)
+    overrides = dict(graph.quant_overrides)
+    if out in overrides:  # the Squeeze only moves codes
+        overrides[moved] = overrides[out]
+    return graph.replace(nodes=tuple(nodes), quant_overrides=overrides)
+
+
+def _read_instead(nodes: list[Node], old: str, new: str) -> list[Node]:
+    return [
+        dataclasses.replace(n, inputs=tuple(new if i == old else i for i in n.inputs))
+        for n in nodes
+    ]
+
+
+def _fresh(graph: Graph, name: str) -> str:
+    candidate, k = name, 1
+    while candidate in graph.tensors:
+        k += 1
+        candidate = f"{name}_{k}"
+    return candidate
