@@ -260,3 +260,23 @@ def test_blocked_quantization_is_unsupported():
     inits = {"w_q": np.ones((4, 4), np.int8), "s": np.ones((4, 2), np.float32)}
     with pytest.raises(UnsupportedError, match="blocked quantization"):
         load_onnx(model(nodes, {"x": [2, 4]}, ["y"], inits, opset=21))
+
+
+def test_one_element_scale_beside_a_scalar_zero_point_is_per_tensor():
+    """onnxruntime's quantize_static writes a bias's per-tensor scale as shape (1,) beside a
+    scalar zero point: one value each, per tensor, dequantized as onnxruntime does."""
+    b_q = np.array([-300, 7, 12000], np.int32)
+    inits = {"b_q": b_q, "s_b": np.array([0.0123], np.float32), "z_b": np.array(0, np.int32)}
+    dq = model(
+        [helper.make_node("DequantizeLinear", ["b_q", "s_b", "z_b"], ["b"])], {}, ["b"], inits
+    )
+    graph = load_onnx(dq)
+    override = graph.quant_overrides["b"]
+    assert (
+        override.axis is None
+        and override.scale.shape == (1,)
+        and np.array_equal(override.values, b_q)
+    )
+    ort = pytest.importorskip("onnxruntime", reason=ORT_REASON)
+    session = ort.InferenceSession(dq.SerializeToString(), providers=["CPUExecutionProvider"])
+    assert session.run(None, {})[0].tobytes() == graph.initializers["b"].tobytes()

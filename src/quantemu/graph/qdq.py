@@ -55,7 +55,9 @@ def _params(raw: RawNode, consts: dict[str, np.ndarray], default_zero: np.dtype)
             f"{raw}: quantized type {zero.dtype.name} is not supported; "
             f"supported: {', '.join(_INT_DTYPES)}"
         )
-    if zero.shape != scale.shape:
+    # onnxruntime's quantizer writes a bias's per-tensor scale as shape (1,) beside a scalar
+    # zero point; one value each is per tensor whatever the shapes (onnxruntime runs it so)
+    if zero.shape != scale.shape and not zero.size == scale.size == 1:
         raise InvalidInputError(
             f"{raw}: zero point shape {zero.shape} != scale shape {scale.shape}"
         )
