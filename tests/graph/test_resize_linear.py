@@ -112,3 +112,20 @@ def test_tflite_lowers_linear_resize_as_resize_bilinear(coord):
     program = quantemu.compile(graph, "tflite", calib)
     assert program.run(calib[:2]).outputs["y"].shape == (2, 4, 16, 16)
     assert [layer.op for layer in program.lowered.layers] == ["CONV_2D", "RESIZE_BILINEAR"]
+
+
+@pytest.mark.parametrize("nearest_mode", ["round_prefer_floor", "round_prefer_ceil"])
+@pytest.mark.parametrize("size_in", [7, 10, 13])
+def test_nearest_align_corners_reads_onnxruntimes_pixels(size_in, nearest_mode):
+    """align_corners computes x * (in - 1) / (out - 1) in that order, as onnxruntime does (with
+    the ratio first, 10 -> 31 rows read row 8 where onnxruntime reads row 7)."""
+    for size_out in range(2, 40):
+        node = helper.make_node(
+            "Resize", ["x", "roi", "", "sizes"], ["y"], mode="nearest",
+            coordinate_transformation_mode="align_corners", nearest_mode=nearest_mode,
+        )  # fmt: skip
+        inits = {"roi": np.zeros(0, np.float32), "sizes": np.array([1, 1, size_out, 1], np.int64)}
+        m = model([node], {"x": (1, 1, size_in, 1)}, ["y"], inits)
+        x = np.arange(size_in, dtype=np.float32).reshape(1, 1, size_in, 1)
+        want = run_ort(m, {"x": x})[0]
+        assert np.array_equal(load_onnx(m).run_float({"x": x})["y"], want), size_out

@@ -79,9 +79,8 @@ def source_coordinate(mode: str, size_in: int, size_out: int, scale: float) -> n
         adjustment = np.float32(size_out) / (s * np.float32(size_in))
         offset = np.float32(size_in) / 2 * (1 - adjustment)
         orig = offset + (x + half) / s - half
-    elif mode == "align_corners":
-        ratio = np.float32(size_in - 1) / np.float32(size_out - 1) if size_out > 1 else 0
-        orig = x * np.float32(ratio)
+    elif mode == "align_corners":  # x * (in - 1) / (out - 1), in that order (0 for one pixel)
+        orig = x * np.float32(size_in - 1) / np.float32(max(size_out - 1, 1))
     elif mode == "asymmetric":
         orig = x / s
     else:  # tf_half_pixel_for_nn
@@ -119,14 +118,13 @@ def _linear_taps(attrs: Attrs, axis: int, size_in: int):
     size_out, scale = _axis_geometry(attrs, axis, size_in)
     if attrs["sizes"]:  # onnxruntime divides the sizes in float32
         scale = float(np.float32(size_out) / np.float32(size_in))
-    x = np.arange(size_out, dtype=np.float32)
     mode = attrs["coordinate_transformation_mode"]
-    if scale == 1.0:  # onnxruntime takes the coordinate as is
-        orig = x
-    elif mode == "align_corners":  # x * (in - 1) / (out - 1), in that order
-        orig = x * np.float32(size_in - 1) / np.float32(max(size_out - 1, 1))
-    else:
-        orig = source_coordinate(mode, size_in, size_out, scale)
+    # onnxruntime takes the coordinate as is where the scale is 1
+    orig = (
+        np.arange(size_out, dtype=np.float32)
+        if scale == 1.0
+        else source_coordinate(mode, size_in, size_out, scale)
+    )
     orig = np.clip(orig, np.float32(0), np.float32(size_in - 1))
     i1 = np.minimum(orig.astype(np.intp), size_in - 1)
     i2 = np.minimum(i1 + 1, size_in - 1)
