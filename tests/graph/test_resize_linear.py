@@ -129,3 +129,31 @@ def test_nearest_align_corners_reads_onnxruntimes_pixels(size_in, nearest_mode):
         x = np.arange(size_in, dtype=np.float32).reshape(1, 1, size_in, 1)
         want = run_ort(m, {"x": x})[0]
         assert np.array_equal(load_onnx(m).run_float({"x": x})["y"], want), size_out
+
+
+@pytest.mark.parametrize(
+    ("mode", "coord", "rounding", "size_in", "scale"),
+    [
+        ("nearest", "half_pixel", "floor", 3, 1.0336597),  # same shape: a copy
+        ("linear", "asymmetric", "floor", 7, 1.0065515),  # same shape: a copy
+        ("nearest", "half_pixel_symmetric", "floor", 9, 0.8067227),  # float64 part
+        ("nearest", "asymmetric", "floor", 3, 7 / 3),  # 3 * 2.3333333f rounds to 7 in float32
+        ("linear", "half_pixel", "floor", 3, 7 / 3),
+    ],
+)
+def test_scales_follow_onnxruntime(mode, coord, rounding, size_in, scale):
+    """Where exact arithmetic and onnxruntime part: the output size is the float32 product
+    truncated, an output of the input's shape is a copy whatever the scales, and
+    half_pixel_symmetric adds its 0.5 in float64."""
+    node = helper.make_node(
+        "Resize", ["x", "roi", "scales"], ["y"], mode=mode,
+        coordinate_transformation_mode=coord, nearest_mode=rounding,
+    )  # fmt: skip
+    scales = np.array([1, 1, scale, 1], np.float32)
+    m = model([node], {"x": (1, 2, size_in, 4)}, ["y"], {"roi": np.zeros(0, np.float32),
+                                                        "scales": scales}, opset=19)  # fmt: skip
+    x = np.random.default_rng(3).normal(size=(1, 2, size_in, 4)).astype(np.float32)
+    want = run_ort(m, {"x": x})[0]
+    graph = load_onnx(m)
+    assert graph.tensors["y"].shape == want.shape
+    np.testing.assert_array_equal(graph.run_float({"x": x})["y"], want)

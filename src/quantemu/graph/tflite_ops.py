@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from quantemu.errors import InvalidInputError, UnsupportedError
+from quantemu.graph.ops.resize import resized_size
 from quantemu.graph.tflite_reader import RESIZE_FLAGS, TfliteOp
 
 if TYPE_CHECKING:
@@ -363,11 +364,11 @@ def _resize(mode: str) -> Callable[[TfliteGraphBuilder, TfliteOp], None]:
 
 
 def _exact_scale(size_in: int, size_out: int) -> float:
-    """``size_out / size_in``, raised by one ulp where ``floor(size_in * scale)`` (the IR's
-    output size) would fall short of ``size_out`` by rounding."""
+    """``size_out / size_in``, raised by one float32 ulp where the IR's output size
+    (:func:`resized_size`, in float32) would fall short of ``size_out`` by rounding."""
     scale = size_out / size_in
-    if int(np.floor(size_in * scale)) < size_out:
-        scale = float(np.nextafter(scale, np.inf))
+    if resized_size(size_in, scale) < size_out:
+        scale = float(np.nextafter(np.float32(scale), np.float32(np.inf)))
     return scale
 
 

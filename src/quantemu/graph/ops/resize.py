@@ -61,8 +61,14 @@ def _infer_resize(node: Node, infos: Sequence[TensorInfo | None]) -> list[Shape]
         if scale == 1.0:
             out.append(dim)
         else:
-            out.append(int(np.floor(dim * scale)) if known(dim) else "?")
+            out.append(resized_size(dim, scale) if known(dim) else "?")
     return [tuple(out)]
+
+
+def resized_size(size_in: int, scale: float) -> int:
+    """The output size of an axis given by a scale, as onnxruntime computes it: the product in
+    float32, truncated (``floor(size_in * scale)`` in exact arithmetic but for rounding)."""
+    return int(np.float32(scale) * np.float32(size_in))
 
 
 def source_coordinate(mode: str, size_in: int, size_out: int, scale: float) -> np.ndarray:
@@ -78,7 +84,8 @@ def source_coordinate(mode: str, size_in: int, size_out: int, scale: float) -> n
     elif mode == "half_pixel_symmetric":
         adjustment = np.float32(size_out) / (s * np.float32(size_in))
         offset = np.float32(size_in) / 2 * (1 - adjustment)
-        orig = offset + (x + half) / s - half
+        # onnxruntime adds the double 0.5: this part is computed in float64, then rounded
+        orig = (offset + (x.astype(np.float64) + 0.5) / np.float64(s) - 0.5).astype(np.float32)
     elif mode == "align_corners":  # x * (in - 1) / (out - 1), in that order (0 for one pixel)
         orig = x * np.float32(size_in - 1) / np.float32(max(size_out - 1, 1))
     elif mode == "asymmetric":
@@ -109,7 +116,12 @@ def _axis_geometry(attrs: Attrs, axis: int, size_in: int) -> tuple[int, float]:
         size_out = int(attrs["sizes"][axis])
         return size_out, size_out / size_in
     scale = attrs["scales"][axis]
-    return int(np.floor(size_in * scale)), scale
+    return resized_size(size_in, scale), scale
+
+
+def _same_shape(attrs: Attrs, shape: tuple[int, ...]) -> bool:
+    """onnxruntime copies the input when the output has its shape, whatever the scales."""
+    return all(_axis_geometry(attrs, axis, size)[0] == size for axis, size in enumerate(shape))
 
 
 def _linear_taps(attrs: Attrs, axis: int, size_in: int):
@@ -151,6 +163,8 @@ def _run_linear(attrs: Attrs, x: np.ndarray) -> np.ndarray:
 
 def _run_resize(attrs: Attrs, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
     x = inputs[0]
+    if _same_shape(attrs, x.shape):
+        return [x.copy()]
     if attrs.get("mode", "nearest") == "linear":
         return [_run_linear(attrs, x)]
     for axis, size_in in enumerate(x.shape):
