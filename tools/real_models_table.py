@@ -79,10 +79,7 @@ def row(name: str, entry: dict) -> list[str]:
     cells = {"import": _imported(imported)}
     if graph is not None:
         cells["float"] = _float(graph, entry, name)
-        int8 = entry["format"] == "tflite" and all(
-            spec["dtype"] == "int8" for spec in entry["inputs"].values()
-        )
-        if int8:
+        if checks.is_int8(entry):
             cells.update(_int8(name, entry))
         else:
             cells.update({b: _backend(graph, b, name, entry) for b in checks.BACKENDS})

@@ -8,7 +8,8 @@ lacks, saying how to fetch it. For every model:
    importer asks for them, or refuses with a quantemu error: never another exception;
 2. the float executor matches the runtime the package ships the model for (onnxruntime, LiteRT)
    on a deterministic random sample, within a float tolerance;
-3. an ONNX float model lowers and runs on each backend, or is refused with a quantemu error;
+3. a float model (ONNX or TFLite) lowers and runs on each backend, or is refused with a
+   quantemu error;
 4. an int8 TFLite model's codes equal LiteRT's reference kernels' on the ``tflite`` backend,
    and XMOS's interpreter's on ``xs3`` where xcore-opt compiles it.
 
@@ -37,7 +38,6 @@ KNOWN_GAPS = {
     "imported",
     "is not static": "a Shape over two symbolic dimensions stays unfolded",
     "Kernel_dequantize": "float16 TFLite weights (DEQUANTIZE of a constant) are not folded",
-    "PRELU": "TFLite PRELU is not imported",
     "tensor type 13": "TFLite RESOURCE tensors (streaming state: VAR_HANDLE) are not imported",
     "malformed or truncated": "a sparse TFLite tensor is refused as a malformed file (the "
     "message is wrong: the file is sound, its tensor is sparse)",
@@ -94,8 +94,8 @@ def test_float_matches_the_shipped_runtime(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_every_backend_runs_or_refuses_clearly(name, backend):
     entry, graph = _graph_or_xfail(name)
-    if entry["format"] != "onnx":
-        pytest.skip("a TFLite model is checked against its runtimes below")
+    if checks.is_int8(entry):
+        pytest.skip("an int8 TFLite model is checked against its runtimes below")
     outcome = checks.lower_and_run(graph, backend, name, entry)
     assert not outcome.raw, f"{name} on {backend}: non-quantemu exception: {outcome.raw}"
     if outcome.refusal:
@@ -107,9 +107,7 @@ def test_every_backend_runs_or_refuses_clearly(name, backend):
 
 def _int8_entry(name: str):
     entry, graph = _graph_or_xfail(name)
-    if entry["format"] != "tflite" or any(
-        spec["dtype"] != "int8" for spec in entry["inputs"].values()
-    ):
+    if not checks.is_int8(entry):
         pytest.skip("not an int8 TFLite model")
     return entry, graph
 
